@@ -1,0 +1,60 @@
+"""evalcore: review, annotate, score and export multi-turn LLM agent conversations.
+
+The library never imports streamlit; the app in ``app.py`` and ``pages/`` sits on top of it.
+"""
+
+from evalcore.convert import ConvertReport, FileProblem, convert_file, validate_file
+from evalcore.errors import (
+    ConversionError,
+    EvalcoreError,
+    FormatDetectionError,
+    RecordError,
+    RegistryError,
+    UnknownNameError,
+    UsageError,
+)
+from evalcore.formats import Format, ReadResult, formats, get_format, read, read_path, writer_for
+from evalcore.schema import (
+    ContextChunk,
+    Message,
+    Problem,
+    Provenance,
+    Session,
+    ToolCall,
+    Turn,
+    TurnTruth,
+    validate_session,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ContextChunk",
+    "ConversionError",
+    "ConvertReport",
+    "EvalcoreError",
+    "FileProblem",
+    "Format",
+    "FormatDetectionError",
+    "Message",
+    "Problem",
+    "Provenance",
+    "ReadResult",
+    "RecordError",
+    "RegistryError",
+    "Session",
+    "ToolCall",
+    "Turn",
+    "TurnTruth",
+    "UnknownNameError",
+    "UsageError",
+    "__version__",
+    "convert_file",
+    "formats",
+    "get_format",
+    "read",
+    "read_path",
+    "validate_file",
+    "validate_session",
+    "writer_for",
+]

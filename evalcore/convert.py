@@ -1,0 +1,101 @@
+"""File-to-file conversion and validation, streaming, with every problem reported as data."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evalcore.errors import EvalcoreError
+from evalcore.formats import get_format, read_path, writer_for
+from evalcore.formats.files import ReadResult
+from evalcore.schema import Problem
+
+__all__ = ["ConvertReport", "FileProblem", "convert_file", "validate_file"]
+
+
+@dataclass(frozen=True)
+class FileProblem:
+    """A problem located in a file: prints as ``FILE:LINE: reason``."""
+
+    path: str
+    line: int
+    level: str
+    message: str
+
+    def __str__(self) -> str:
+        prefix = "warning: " if self.level == "warning" else ""
+        return f"{self.path}:{self.line}: {prefix}{self.message}"
+
+
+@dataclass
+class ConvertReport:
+    """What a conversion or validation did: counts, the detected format, every problem."""
+
+    format: str | None = None
+    sessions: int = 0
+    errors: int = 0
+    warnings: int = 0
+    problems: list[FileProblem] = field(default_factory=list)
+
+
+def _note(
+    report: ConvertReport, path: str, result: ReadResult, on_problem: Callable[[FileProblem], None] | None
+) -> None:
+    has_error = False
+    for problem in result.problems:
+        where = f"{problem.field}: " if problem.field else ""
+        item = FileProblem(path, result.line, problem.level, where + problem.message)
+        report.problems.append(item)
+        if on_problem:
+            on_problem(item)
+        if problem.level == "error":
+            has_error = True
+        else:
+            report.warnings += 1
+    report.errors += has_error
+
+
+def validate_file(
+    path: str | os.PathLike[str],
+    *,
+    source_format: str | None = None,
+    on_problem: Callable[[FileProblem], None] | None = None,
+) -> ConvertReport:
+    """Read every record of ``path`` and report every problem."""
+    report = ConvertReport()
+    with read_path(path, source_format) as results:
+        for result in results:
+            _note(report, str(path), result, on_problem)
+            if result.session is not None:
+                report.format = result.session.provenance.format if result.session.provenance else None
+                report.sessions += result.ok
+    return report
+
+
+def convert_file(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    *,
+    to: str,
+    source_format: str | None = None,
+    on_problem: Callable[[FileProblem], None] | None = None,
+) -> ConvertReport:
+    """Convert ``source`` into ``target`` in format ``to``; bad records are reported and skipped."""
+    report = ConvertReport()
+    fmt = get_format(to)
+    with read_path(source, source_format) as results, writer_for(target, fmt) as writer:
+        for result in results:
+            _note(report, str(source), result, on_problem)
+            if result.ok and result.session is not None:
+                report.format = result.session.provenance.format if result.session.provenance else None
+                try:
+                    writer.write(result.session)
+                except (EvalcoreError, ValueError, TypeError) as exc:
+                    failed = ReadResult(
+                        result.line, result.position, None, [Problem("error", None, f"cannot write as {to}: {exc}")]
+                    )
+                    _note(report, str(source), failed, on_problem)
+                    continue
+                report.sessions += 1
+    return report

@@ -1,0 +1,66 @@
+"""The one exception tree of evalcore.
+
+Every message is written to be shown to a reviewer as it is::
+
+    EvalcoreError                 root: catch this to catch anything evalcore raises
+    ├── UsageError                a bad argument or option from the caller
+    ├── RegistryError
+    │   └── UnknownNameError      a format or metric name nobody registered
+    └── ConversionError           reading or writing a record failed
+        ├── FormatDetectionError  no format recognised the input
+        └── RecordError           one bad record: ``.field`` names the field
+
+Batch operations never raise for one bad record: they report a ``Problem``
+(see :mod:`evalcore.schema.validation`) and carry on.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConversionError",
+    "EvalcoreError",
+    "FormatDetectionError",
+    "RecordError",
+    "RegistryError",
+    "UnknownNameError",
+    "UsageError",
+]
+
+
+class EvalcoreError(Exception):
+    """Root of every error evalcore raises on purpose."""
+
+
+class UsageError(EvalcoreError):
+    """The caller passed a bad argument or option."""
+
+
+class RegistryError(EvalcoreError):
+    """A registry lookup or registration failed."""
+
+
+class UnknownNameError(RegistryError, LookupError):
+    """A name that is not registered; the message lists the known ones."""
+
+    def __init__(self, kind: str, name: str, known: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = known
+        super().__init__(f"unknown {kind} {name!r}; known: {', '.join(known)}")
+
+
+class ConversionError(EvalcoreError):
+    """Reading or writing records failed."""
+
+
+class FormatDetectionError(ConversionError):
+    """No registered format recognised the input."""
+
+
+class RecordError(ConversionError):
+    """One record is bad. ``field`` is a dotted path to the field, when known."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        self.field = field
+        self.reason = message
+        super().__init__(f"{field}: {message}" if field else message)

@@ -1,0 +1,128 @@
+"""OpenAI chat-completions messages, shared by the openai, swarm, databricks, tau-bench
+and mlflow-trace formats.
+
+What the canonical model has no field for is kept under ``metadata["openai"]`` and put
+back by :func:`chat_message_out`, so a message read from and written to this shape is
+unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalcore.errors import RecordError
+from evalcore.formats._records import dump_args, expect_dict, expect_list, load_args
+from evalcore.schema import Message
+
+__all__ = ["OPENAI_PART_TYPES", "chat_message_in", "chat_message_out", "chat_messages_in"]
+
+NS = "openai"
+_ROLES = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
+_KNOWN = {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"}
+#: Content-part types the chat-completions API accepts.
+OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
+
+
+def chat_messages_in(value: Any, field: str) -> list[dict[str, Any]]:
+    """Canonical message dicts from a list of chat messages at ``field``."""
+    items = expect_list(value, field)
+    return [chat_message_in(m, f"{field}[{i}]") for i, m in enumerate(items)]
+
+
+def chat_message_in(value: Any, field: str, *, name_key: str = "name") -> dict[str, Any]:
+    """One chat message as a canonical message dict (validated later with the session)."""
+    m = expect_dict(value, field)
+    role = m.get("role")
+    if role not in _ROLES:
+        if role is None:
+            raise RecordError("missing 'role'", f"{field}.role")
+        raise RecordError(f"unknown role {role!r}; expected one of {', '.join(_ROLES)}", f"{field}.role")
+    extras = {k: v for k, v in m.items() if k not in _KNOWN}
+    if role != _ROLES[role]:
+        extras["role"] = role
+    out: dict[str, Any] = {"role": _ROLES[role], "content": m.get("content")}
+    content = out["content"]
+    if content is not None and not isinstance(content, str | list):
+        raise RecordError("expected a string, an array of parts or null", f"{field}.content")
+    name = m.get(name_key)
+    if name is not None:
+        out["name"] = name
+        extras.pop(name_key, None)
+        if name_key != "name":
+            extras["name_key"] = name_key
+    if m.get("tool_call_id") is not None:
+        out["tool_call_id"] = m["tool_call_id"]
+    if m.get("reasoning_content") is not None:
+        out["reasoning"] = m["reasoning_content"]
+    if "tool_calls" in m and m["tool_calls"] is not None:
+        calls = expect_list(m["tool_calls"], f"{field}.tool_calls")
+        out["tool_calls"] = [_call_in(c, f"{field}.tool_calls[{i}]") for i, c in enumerate(calls)]
+    elif "tool_calls" in m:
+        extras["tool_calls"] = None  # an explicit null, as Swarm writes
+    if extras:
+        out["metadata"] = {NS: extras}
+    return out
+
+
+def _call_in(value: Any, field: str) -> dict[str, Any]:
+    c = expect_dict(value, field)
+    function = expect_dict(c.get("function"), f"{field}.function")
+    name = function.get("name")
+    if not isinstance(name, str):
+        raise RecordError("missing tool name", f"{field}.function.name")
+    args, raw = load_args(function.get("arguments"), f"{field}.function.arguments")
+    extras = {k: v for k, v in c.items() if k not in ("id", "function")}
+    extras.update({f"function.{k}": v for k, v in function.items() if k not in ("name", "arguments")})
+    if raw is not None:
+        extras["arguments"] = raw
+    if "arguments" not in function:
+        extras["no_arguments"] = True
+    call: dict[str, Any] = {"name": name, "args": args, "metadata": {NS: extras}}
+    if c.get("id") is not None:
+        call["id"] = c["id"]
+    return call
+
+
+def chat_message_out(message: Message) -> dict[str, Any]:
+    """One canonical message as an OpenAI chat message."""
+    extras = dict(message.metadata.get(NS) or {})
+    out: dict[str, Any] = {"role": extras.pop("role", message.role)}
+    content = message.content
+    if isinstance(content, list) and not all(b.get("type") in OPENAI_PART_TYPES for b in content):
+        content = message.text
+    if content is not None or message.role == "assistant":
+        out["content"] = content
+    if message.name is not None:
+        out[extras.pop("name_key", "name")] = message.name
+    if message.reasoning is not None:
+        out["reasoning_content"] = message.reasoning
+    if message.tool_calls is not None:
+        out["tool_calls"] = [_call_out(c.id, c.name, c.args, c.metadata.get(NS)) for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    extras.pop("name_key", None)
+    out.update(extras)
+    return out
+
+
+def _call_out(call_id: str | None, name: str, args: dict[str, Any], extras: Any) -> dict[str, Any]:
+    extras = dict(extras or {"type": "function"})
+    raw = extras.pop("arguments", None)
+    function: dict[str, Any] = {"name": name}
+    if not (extras.pop("no_arguments", False) and not args):
+        function["arguments"] = dump_args(args, raw)
+    for key in [k for k in extras if k.startswith("function.")]:
+        function[key.removeprefix("function.")] = extras.pop(key)
+    out: dict[str, Any] = {}
+    if call_id is not None:
+        out["id"] = call_id
+    out.update(extras)
+    out["function"] = function
+    return out

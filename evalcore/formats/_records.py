@@ -1,0 +1,99 @@
+"""Small helpers shared by the format modules: field access with clear errors, JSON args."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalcore.errors import RecordError
+from evalcore.schema import Session
+
+__all__ = [
+    "build_session",
+    "drop_none",
+    "dump_args",
+    "expect_dict",
+    "expect_list",
+    "expect_str",
+    "load_args",
+]
+
+
+def expect_dict(value: Any, field: str) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else a ``RecordError`` naming ``field``."""
+    if not isinstance(value, dict):
+        raise RecordError(f"expected an object, got {_kind(value)}", field)
+    return value
+
+
+def expect_list(value: Any, field: str) -> list[Any]:
+    """``value`` if it is a JSON array, else a ``RecordError`` naming ``field``."""
+    if not isinstance(value, list):
+        raise RecordError(f"expected an array, got {_kind(value)}", field)
+    return value
+
+
+def expect_str(value: Any, field: str, *, optional: bool = False) -> Any:
+    """``value`` if it is a string (or null when ``optional``), else a ``RecordError``."""
+    if isinstance(value, str) or (optional and value is None):
+        return value
+    raise RecordError(f"expected a string, got {_kind(value)}", field)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
+    )
+
+
+def load_args(raw: Any, field: str) -> tuple[dict[str, Any], str | None]:
+    """Parse tool-call arguments given as a JSON string (or an object).
+
+    Returns the argument object and the original string when writing the object back
+    would not reproduce it byte for byte (so that writers can give it back unchanged).
+    Arguments that are not a JSON object are kept only as that string.
+    """
+    if raw is None:
+        return {}, None
+    if isinstance(raw, dict):
+        return raw, None
+    if not isinstance(raw, str):
+        raise RecordError(f"expected a JSON string or an object, got {_kind(raw)}", field)
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError:
+        return {}, raw
+    if not isinstance(parsed, dict):
+        return {}, raw
+    return parsed, None if json.dumps(parsed, ensure_ascii=False) == raw else raw
+
+
+def dump_args(args: dict[str, Any], raw: str | None) -> str:
+    """Tool-call arguments as a JSON string: ``raw`` when it still says the same, else fresh."""
+    if raw is not None:
+        try:
+            same = json.loads(raw) == args
+        except json.JSONDecodeError:
+            same = not args
+        if same:
+            return raw
+    return json.dumps(args, ensure_ascii=False)
+
+
+def drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without its ``None`` values."""
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def build_session(data: dict[str, Any]) -> Session:
+    """Validate canonical session data, turning a pydantic error into a ``RecordError``."""
+    try:
+        return Session.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        raise RecordError(error["msg"], field or None) from exc

@@ -1,0 +1,85 @@
+"""The shape every format module has, and the registry that holds them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from evalcore.errors import UnknownNameError
+from evalcore.formats.jsonio import dumps_compact
+from evalcore.schema import Session
+
+__all__ = ["Format", "Reader", "formats", "get_format", "register"]
+
+
+class Reader:
+    """Turns the JSON values of one file into sessions, each with the line it starts on.
+
+    Most formats map one value to one session; a reader may also hold values back
+    (Gaussia's streamed batches of one session) and hand them over later or at ``close``.
+    ``warnings`` collects remarks about records that were read anyway.
+    """
+
+    def __init__(self, parse: Callable[[Any], Session]) -> None:
+        self._parse = parse
+        self.warnings: list[tuple[int, str]] = []
+
+    def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
+        """Read one value; return the sessions it completes."""
+        return [(line, self._parse(value))]
+
+    def close(self) -> list[tuple[int, Session]]:
+        """Return the sessions still held back at the end of the file."""
+        return []
+
+
+class Format:
+    """A file format: how to recognise it, read it and (if ``writable``) write it."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    writable: ClassVar[bool] = False
+    #: Sniffing order: lower runs first (more specific shapes before general ones).
+    priority: ClassVar[int] = 50
+
+    def sniff(self, value: Any) -> bool:
+        """Whether ``value`` (the first record of a file) looks like this format."""
+        raise NotImplementedError
+
+    def parse(self, value: Any) -> Session:
+        """Read one record into a session; raise ``RecordError`` naming the field."""
+        raise NotImplementedError
+
+    def reader(self) -> Reader:
+        """A reader for one file."""
+        return Reader(self.parse)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        """The JSON values that represent ``session`` in this format."""
+        raise NotImplementedError(f"{self.name} is read-only")
+
+    def dumps(self, value: Any) -> str:
+        """Serialise one written value as one line."""
+        return dumps_compact(value)
+
+
+_REGISTRY: dict[str, Format] = {}
+
+
+def register(cls: type[Format]) -> type[Format]:
+    """Class decorator: register a format under its ``name``."""
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def formats() -> list[Format]:
+    """Every registered format, in sniffing order."""
+    return sorted(_REGISTRY.values(), key=lambda f: (f.priority, f.name))
+
+
+def get_format(name: str) -> Format:
+    """The format registered as ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("format", name, sorted(_REGISTRY)) from None

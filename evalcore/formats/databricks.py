@@ -1,0 +1,269 @@
+"""``databricks``: Mosaic AI Agent Evaluation / MLflow evaluation-set rows.
+
+Reads MLflow 2 rows (``request`` as a string, ``{messages}``, or ``{query, history}``;
+``response``; ``expected_facts`` or ``expected_response``; ``guidelines``;
+``retrieved_context`` and ``expected_retrieved_context``; ``trace``) and MLflow 3 rows
+(``inputs``, ``outputs``, ``expectations``). What shape each field had is remembered, so
+a row written back has the shape it came with.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from evalcore.errors import RecordError
+from evalcore.formats._chat import chat_message_in, chat_message_out, chat_messages_in
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats.base import Format, register
+from evalcore.formats.mlflow_trace import session_fields_from_trace
+from evalcore.schema import ContextChunk, Message, Session
+
+NS = "databricks"
+_EXPECTATIONS = ("expected_response", "expected_facts", "guidelines", "expected_retrieved_context")
+_HANDLED = {"request_id", "request", "response", "retrieved_context", "trace", "tags", *_EXPECTATIONS}
+
+
+@register
+class DatabricksFormat(Format):
+    """One evaluation row a line."""
+
+    name = "databricks"
+    description = "Databricks Agent Evaluation / MLflow eval-set rows (request, response, expected_*, trace)"
+    writable = True
+    priority = 30
+
+    def sniff(self, value: Any) -> bool:
+        return isinstance(value, dict) and (
+            "request" in value or ("inputs" in value and ("outputs" in value or "expectations" in value))
+        )
+
+    def parse(self, value: Any) -> Session:
+        row = dict(expect_dict(value, "record"))
+        meta: dict[str, Any] = {}
+        if "inputs" in row and "request" not in row:  # MLflow 3 form
+            meta["mlflow3"] = True
+            expectations = expect_dict(row.pop("expectations", None) or {}, "expectations")
+            row["request"] = row.pop("inputs")
+            if "outputs" in row:
+                row["response"] = row.pop("outputs")
+            for key, item in expectations.items():
+                row[key] = item
+            meta["expectation_keys"] = list(expectations)
+        data: dict[str, Any] = {}
+        if row.get("request_id") is not None:
+            data["session_id"] = str(row["request_id"])
+        if row.get("trace") is not None:
+            data["trace"] = row["trace"]
+        messages: list[dict[str, Any]] = []
+        if "request" in row:
+            messages, meta["request"] = _request_in(row["request"], "inputs" if meta.get("mlflow3") else "request")
+        elif data.get("trace") is not None:
+            data.update(session_fields_from_trace(_trace_dict(data["trace"])))
+            messages = data.pop("messages", [])
+        else:
+            raise RecordError("missing (a row needs a request or a trace)", "request")
+        if row.get("response") is not None:
+            response, meta["response"] = _response_in(row["response"], "outputs" if meta.get("mlflow3") else "response")
+            meta["response"]["count"] = len(response)
+            messages += response
+        data["messages"] = messages
+        _expectations_in(row, data, meta)
+        if row.get("retrieved_context") is not None:
+            data["retrieved_context"] = _chunks_in(row["retrieved_context"], "retrieved_context")
+        _tags_in(row.get("tags"), data, meta)
+        extras = {k: v for k, v in row.items() if k not in _HANDLED}
+        if extras:
+            meta["extra"] = extras
+        data["metadata"] = {NS: meta}
+        return build_session(data)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        meta = dict(session.metadata.get(NS) or {})
+        mlflow3 = bool(meta.get("mlflow3"))
+        row: dict[str, Any] = {}
+        if session.session_id is not None:
+            row["request_id"] = session.session_id
+        messages = list(session.messages)
+        form = meta.get("response")
+        last = messages[-1] if messages else None
+        count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
+        if form is not None:
+            count = min(int(form.get("count", 1)), len(messages))
+        answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
+        row["inputs" if mlflow3 else "request"] = _request_out(messages, meta.get("request"))
+        if answer:
+            row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
+        expectations = _expectations_out(session)
+        if mlflow3:
+            if expectations or meta.get("expectation_keys") is not None:
+                row["expectations"] = expectations
+        else:
+            row.update(expectations)
+        if session.retrieved_context is not None:
+            row["retrieved_context"] = _chunks_out(session.retrieved_context)
+        if session.trace is not None:
+            row["trace"] = session.trace
+        tags = _tags_out(session, meta)
+        if tags is not None:
+            row["tags"] = tags
+        row.update(meta.get("extra") or {})
+        return [row]
+
+
+def _trace_dict(trace: Any) -> dict[str, Any]:
+    if isinstance(trace, str):
+        try:
+            trace = json.loads(trace)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"not a valid JSON string ({exc.msg})", "trace") from exc
+    return expect_dict(trace, "trace")
+
+
+def _request_in(request: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if isinstance(request, str):
+        return [{"role": "user", "content": request}], {"form": "string"}
+    if isinstance(request, dict) and "messages" in request:
+        extras = {k: v for k, v in request.items() if k != "messages"}
+        return chat_messages_in(request["messages"], f"{field}.messages"), {"form": "messages", "extra": extras}
+    if isinstance(request, dict) and "query" in request:
+        query = expect_str(request["query"], f"{field}.query")
+        history = chat_messages_in(request.get("history") or [], f"{field}.history")
+        extras = {k: v for k, v in request.items() if k not in ("query", "history")}
+        form = {"form": "query", "extra": extras, "history": "history" in request}
+        return [*history, {"role": "user", "content": query}], form
+    if isinstance(request, dict) and len(request) == 1 and isinstance(next(iter(request.values())), str):
+        key, text = next(iter(request.items()))
+        return [{"role": "user", "content": text}], {"form": "key", "key": key}
+    text = json.dumps(request, ensure_ascii=False)
+    return [{"role": "user", "content": text}], {"form": "raw", "raw": request}
+
+
+def _request_out(messages: list[Message], form: dict[str, Any] | None) -> Any:
+    form = form or {}
+    kind = form.get("form")
+    if kind is None:
+        simple = len(messages) == 1 and messages[0].role == "user" and isinstance(messages[0].content, str)
+        kind = "string" if simple else "messages"
+    if kind == "raw" and len(messages) == 1 and messages[0].text == json.dumps(form.get("raw"), ensure_ascii=False):
+        return form["raw"]
+    last_user = messages[-1] if messages and messages[-1].role == "user" else None
+    if kind in ("string", "key") and last_user is not None and len(messages) == 1:
+        return last_user.text if kind == "string" else {form["key"]: last_user.text}
+    if kind == "query" and last_user is not None:
+        out: dict[str, Any] = {"query": last_user.text}
+        if messages[:-1] or form.get("history"):
+            out["history"] = [chat_message_out(m) for m in messages[:-1]]
+        return {**out, **form.get("extra", {})}
+    return {"messages": [chat_message_out(m) for m in messages], **form.get("extra", {})}
+
+
+def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if isinstance(response, str):
+        return [{"role": "assistant", "content": response}], {"form": "string"}
+    if isinstance(response, dict) and isinstance(response.get("choices"), list) and response["choices"]:
+        choice = expect_dict(response["choices"][0], f"{field}.choices[0]")
+        message = chat_message_in(choice.get("message"), f"{field}.choices[0].message")
+        return [message], {"form": "raw", "raw": response}
+    if isinstance(response, dict) and isinstance(response.get("messages"), list):
+        return chat_messages_in(response["messages"], f"{field}.messages"), {"form": "raw", "raw": response}
+    if isinstance(response, dict) and isinstance(response.get("content"), str):
+        return [{"role": "assistant", "content": response["content"]}], {"form": "raw", "raw": response}
+    text = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+    return [{"role": "assistant", "content": text}], {"form": "raw", "raw": response}
+
+
+def _response_out(answer: list[Message], form: dict[str, Any] | None) -> Any:
+    if form and form.get("form") == "raw":
+        raw = form["raw"]
+        messages, _ = _response_in(raw, "response")
+        if [Message.model_validate(m) for m in messages] == answer:
+            return raw
+    return answer[-1].text
+
+
+def _expectations_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> None:
+    if row.get("expected_response") is not None:
+        data["reference"] = expect_str(row["expected_response"], "expected_response")
+    if row.get("expected_facts") is not None:
+        facts = expect_list(row["expected_facts"], "expected_facts")
+        data["expected_facts"] = [expect_str(f, f"expected_facts[{i}]") for i, f in enumerate(facts)]
+    if row.get("expected_response") is not None and row.get("expected_facts") is not None:
+        raise RecordError("give only one of expected_facts and expected_response", "expected_facts")
+    guidelines = row.get("guidelines")
+    if guidelines is not None:
+        if not isinstance(guidelines, list | dict):
+            raise RecordError("expected a list of strings or a {name: [strings]} object", "guidelines")
+        data["guidelines"] = guidelines
+    if row.get("expected_retrieved_context") is not None:
+        data["expected_retrieved_context"] = _chunks_in(row["expected_retrieved_context"], "expected_retrieved_context")
+
+
+def _expectations_out(session: Session) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    reference = session.reference
+    if reference is None and session.expected_facts is None and session.turns and session.turns[-1].ground_truth:
+        reference = session.turns[-1].ground_truth
+    if reference is not None:
+        out["expected_response"] = reference
+    if session.expected_facts is not None:
+        out["expected_facts"] = session.expected_facts
+    if session.guidelines is not None:
+        out["guidelines"] = session.guidelines
+    if session.expected_retrieved_context is not None:
+        out["expected_retrieved_context"] = _chunks_out(session.expected_retrieved_context)
+    return out
+
+
+def _chunks_in(value: Any, field: str) -> list[dict[str, Any]]:
+    chunks = []
+    for i, chunk in enumerate(expect_list(value, field)):
+        if isinstance(chunk, str):
+            chunks.append({"doc_uri": chunk, "metadata": {NS: {"bare": True}}})
+            continue
+        chunk = expect_dict(chunk, f"{field}[{i}]")
+        out = {k: expect_str(chunk.get(k), f"{field}[{i}].{k}", optional=True) for k in ("content", "doc_uri")}
+        extras = {k: v for k, v in chunk.items() if k not in ("content", "doc_uri")}
+        if extras:
+            out["metadata"] = {NS: extras}
+        chunks.append(out)
+    return chunks
+
+
+def _chunks_out(chunks: list[ContextChunk]) -> list[Any]:
+    out: list[Any] = []
+    for chunk in chunks:
+        extras = dict(chunk.metadata.get(NS) or {})
+        if extras.pop("bare", False) and chunk.content is None and chunk.doc_uri is not None:
+            out.append(chunk.doc_uri)
+            continue
+        item: dict[str, Any] = {}
+        if chunk.content is not None:
+            item["content"] = chunk.content
+        if chunk.doc_uri is not None:
+            item["doc_uri"] = chunk.doc_uri
+        out.append(item | extras)
+    return out
+
+
+def _tags_in(tags: Any, data: dict[str, Any], meta: dict[str, Any]) -> None:
+    if tags is None:
+        return
+    if isinstance(tags, list):
+        data["tags"] = [str(t) for t in tags]
+    elif isinstance(tags, dict):
+        data["tags"] = [k if v in ("true", True) else f"{k}={v}" for k, v in tags.items()]
+        meta["tags"] = tags
+    else:
+        raise RecordError("expected a list of tags or a {name: value} object", "tags")
+
+
+def _tags_out(session: Session, meta: dict[str, Any]) -> Any:
+    raw = meta.get("tags")
+    if isinstance(raw, dict):
+        probe: dict[str, Any] = {}
+        _tags_in(raw, probe, {})
+        if probe.get("tags") == session.tags:
+            return raw
+    return session.tags or None

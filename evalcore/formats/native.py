@@ -1,0 +1,38 @@
+"""``evalcore``: our own JSON Lines, one canonical session a line, lossless."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from evalcore.errors import RecordError
+from evalcore.formats._records import build_session, expect_dict
+from evalcore.formats.base import Format, register
+from evalcore.schema import SCHEMA_VERSION, Session
+
+
+@register
+class EvalcoreFormat(Format):
+    """One ``Session`` a line, with a ``schema_version``."""
+
+    name = "evalcore"
+    description = "our own JSONL, one session a line, lossless"
+    writable = True
+    priority = 0
+
+    def sniff(self, value: Any) -> bool:
+        return isinstance(value, dict) and "schema_version" in value and "messages" in value
+
+    def parse(self, value: Any) -> Session:
+        data = dict(expect_dict(value, "record"))
+        version = data.pop("schema_version", SCHEMA_VERSION)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise RecordError(
+                f"schema_version {version!r} is newer than this evalcore understands "
+                f"({SCHEMA_VERSION}); upgrade evalcore",
+                "schema_version",
+            )
+        return build_session(data)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        return [{"schema_version": SCHEMA_VERSION, **session.model_dump(mode="json", exclude_defaults=True)}]

@@ -1,0 +1,284 @@
+"""``open-responses``: Open Responses items and LatticeFlow ``Trace`` JSON.
+
+Items: ``message`` (any role, text parts or a string), ``function_call`` /
+``function_call_output`` (linked by ``call_id``, never by ``id``), ``reasoning``
+(its text becomes the next assistant message's reasoning), and LatticeFlow's custom task
+input and output messages. A record is a Trace (``{"items": [...], "metadata": ...}``)
+or a list of items; a file that is one JSON array of items is one session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from evalcore.errors import RecordError
+from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args
+from evalcore.formats.base import Format, Reader, register
+from evalcore.schema import Message, Session, block_text, link_tool_results
+
+NS = "open_responses"
+ITEM_TYPES = {
+    "message", "function_call", "function_call_output", "reasoning",
+    "custom_task_input_message", "custom_task_output_message",
+}  # fmt: skip
+_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+
+
+def _is_item(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") in ITEM_TYPES
+
+
+@register
+class OpenResponsesFormat(Format):
+    """Open Responses traces."""
+
+    name = "open-responses"
+    description = "Open Responses items and LatticeFlow Trace JSON (calls linked by call_id)"
+    writable = True
+    priority = 15
+
+    def sniff(self, value: Any) -> bool:
+        if isinstance(value, dict) and isinstance(value.get("items"), list):
+            return value.get("FORMAT") == "open_responses" or not value["items"] or _is_item(value["items"][0])
+        if isinstance(value, list):
+            return bool(value) and _is_item(value[0])
+        return _is_item(value)
+
+    def parse(self, value: Any) -> Session:
+        if isinstance(value, list):
+            return _trace_in({"items": value}, bare=True)
+        return _trace_in(expect_dict(value, "record"), bare=False)
+
+    def reader(self) -> Reader:
+        return _ItemsReader(self.parse)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        extras = dict(session.metadata.get(NS) or {})
+        items = _items_out(session, extras.pop("trailing", []))
+        if extras.pop("bare", False):
+            return [items]
+        trace: dict[str, Any] = {"items": items}
+        metadata = dict(extras.pop("metadata", None) or {})
+        if session.session_id is not None and metadata.get("trace_id") != session.session_id:
+            metadata["trace_id"] = session.session_id
+        if session.tags != (metadata.get("tags") or []):
+            metadata["tags"] = session.tags
+        if metadata:
+            trace["metadata"] = metadata
+        return [trace | extras]
+
+
+class _ItemsReader(Reader):
+    """Reads a file whose top-level array holds bare items as one session."""
+
+    def __init__(self, parse: Any) -> None:
+        super().__init__(parse)
+        self._items: list[Any] = []
+        self._line = 0
+
+    def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
+        if _is_item(value):
+            if not self._items:
+                self._line = line
+            self._items.append(value)
+            return []
+        return self.close() + [(line, self._parse(value))]
+
+    def close(self) -> list[tuple[int, Session]]:
+        if not self._items:
+            return []
+        items, self._items = self._items, []
+        return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
+
+
+def _trace_in(trace: dict[str, Any], *, bare: bool, items_only: bool = False) -> Session:
+    items = expect_list(trace.get("items"), "items")
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    pending: list[Any] = []  # items we do not model, kept with the message that follows
+    for i, item in enumerate(items):
+        item = expect_dict(item, f"items[{i}]")
+        kind = item.get("type", "message" if "role" in item else None)
+        where = f"items[{i}]"
+        if kind == "message":
+            _message_in(item, where, messages)
+        elif kind == "function_call":
+            call = _call_in(item, where)
+            names[call["id"]] = call["name"]
+            last = messages[-1] if messages else None
+            if last is None or last["role"] != "assistant" or last.get("_closed"):
+                last = {"role": "assistant", "content": None}
+                messages.append(last)
+            last.setdefault("tool_calls", []).append(call)
+        elif kind == "function_call_output":
+            call_id = expect_str(item.get("call_id"), f"{where}.call_id")
+            output = item.get("output")
+            if not isinstance(output, str | list):
+                raise RecordError("expected a string or a list of parts", f"{where}.output")
+            message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": output}
+            if call_id in names:
+                message["name"] = names[call_id]
+            _keep(message, item, ("type", "call_id", "output"))
+            messages.append(message)
+        elif kind == "reasoning":
+            summary = item.get("summary") or []
+            text = block_text(summary if isinstance(summary, list) else None) or block_text(
+                item.get("content") if isinstance(item.get("content"), list) else None
+            )
+            messages.append({"role": "assistant", "reasoning": text, "content": None,
+                             "metadata": {NS: {"reasoning_item": item}}, "_open": True})  # fmt: skip
+        elif kind in ("custom_task_input_message", "custom_task_output_message"):
+            content = item.get("content")
+            role = "user" if kind == "custom_task_input_message" else "assistant"
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            messages.append({"role": role, "content": text, "metadata": {NS: {"custom": item}}, "_closed": True})
+        else:
+            pending.append(item)
+            continue
+        if pending:
+            messages[-1].setdefault("metadata", {}).setdefault(NS, {})["before"] = pending
+            pending = []
+    for m in messages:
+        m.pop("_open", None)
+        m.pop("_closed", None)
+    data: dict[str, Any] = {"messages": messages}
+    meta: dict[str, Any] = {k: v for k, v in trace.items() if k != "items"}
+    if bare:
+        meta["bare"] = True
+    if items_only:
+        meta["items_only"] = True
+    if pending:
+        meta["trailing"] = pending
+    trace_meta = trace.get("metadata")
+    if isinstance(trace_meta, dict):
+        if trace_meta.get("trace_id") is not None:
+            data["session_id"] = str(trace_meta["trace_id"])
+        if isinstance(trace_meta.get("tags"), list):
+            data["tags"] = [str(t) for t in trace_meta["tags"]]
+        if isinstance(trace_meta.get("model"), str):
+            data["metadata"] = {"model": trace_meta["model"]}
+    if meta:
+        data.setdefault("metadata", {})[NS] = meta
+    return build_session(data)
+
+
+def _message_in(item: dict[str, Any], where: str, messages: list[dict[str, Any]]) -> None:
+    role = item.get("role")
+    if role not in _ROLES:
+        raise RecordError(f"unknown role {role!r}; expected user, assistant, system or developer", f"{where}.role")
+    content = item.get("content")
+    if not isinstance(content, str | list):
+        raise RecordError("expected a string or a list of content parts", f"{where}.content")
+    last = messages[-1] if messages else None
+    if (
+        role == "assistant"
+        and last is not None
+        and last.get("_open")
+        and last["content"] is None
+        and not last.get("tool_calls")
+    ):
+        message = last  # the answer that follows a reasoning item
+        message.pop("_open")
+    else:
+        message = {"role": _ROLES[role], "content": None}
+        messages.append(message)
+    message["content"] = content
+    extras = {k: v for k, v in item.items() if k not in ("type", "role", "content")}
+    if role == "developer":
+        extras["role"] = "developer"
+    if "type" not in item:
+        extras["no_type"] = True
+    # Always noted, so that a writer knows the content's shape came from here.
+    message.setdefault("metadata", {}).setdefault(NS, {})["message"] = extras
+
+
+def _call_in(item: dict[str, Any], where: str) -> dict[str, Any]:
+    call_id = expect_str(item.get("call_id"), f"{where}.call_id")
+    name = expect_str(item.get("name"), f"{where}.name")
+    args, raw = load_args(item.get("arguments"), f"{where}.arguments")
+    extras = {k: v for k, v in item.items() if k not in ("type", "call_id", "name", "arguments")}
+    if raw is not None:
+        extras["arguments"] = raw
+    return {"id": call_id, "name": name, "args": args, "metadata": {NS: extras} if extras else {}}
+
+
+def _keep(message: dict[str, Any], item: dict[str, Any], handled: tuple[str, ...]) -> None:
+    extras = {k: v for k, v in item.items() if k not in handled}
+    if extras:
+        message["metadata"] = {NS: extras}
+
+
+def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
+    call_ids: dict[int, str] = {}
+    result_ids: dict[int, str] = {}
+    for n, (call, result) in enumerate(link_tool_results(session.messages)):
+        call_id = call.id or f"call_{n}"
+        call_ids[id(call)] = call_id
+        if result is not None:
+            result_ids[id(result)] = call_id
+    items: list[Any] = []
+    for message in session.messages:
+        meta = message.metadata.get(NS) or {}
+        items.extend(meta.get("before", []))
+        if "custom" in meta and block_text(_custom_text(meta["custom"])) == message.text:
+            items.append(meta["custom"])
+        elif message.role == "tool":
+            item: dict[str, Any] = {"type": "function_call_output"}
+            item["call_id"] = message.tool_call_id or result_ids.get(id(message), "")
+            item["output"] = message.content if message.content is not None else ""
+            items.append(item | {k: v for k, v in meta.items() if k != "before"})
+        else:
+            items.extend(_assistant_or_message_out(message, meta, call_ids))
+    return items + trailing
+
+
+def _custom_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def _assistant_or_message_out(message: Message, meta: dict[str, Any], call_ids: dict[int, str]) -> list[Any]:
+    items: list[Any] = []
+    if message.reasoning is not None:
+        raw = meta.get("reasoning_item")
+        if isinstance(raw, dict) and _reasoning_text(raw) == message.reasoning:
+            items.append(raw)
+        else:
+            items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": message.reasoning}]})
+    if message.content is not None or (message.reasoning is None and not message.tool_calls):
+        extras = dict(meta.get("message") or {})
+        no_type = extras.pop("no_type", False)
+        role = extras.pop("role", message.role)
+        item = {} if no_type else {"type": "message"}
+        item |= {"role": role, "content": _content_out(message, from_here="message" in meta)}
+        items.append(item | extras)
+    for call in message.calls:
+        extras = dict(call.metadata.get(NS) or {})
+        raw = extras.pop("arguments", None)
+        item = {"type": "function_call", "call_id": call_ids[id(call)], "name": call.name,
+                "arguments": dump_args(call.args, raw)}  # fmt: skip
+        items.append(item | extras)
+    return items
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    summary = item.get("summary")
+    content = item.get("content")
+    return block_text(summary if isinstance(summary, list) else None) or block_text(
+        content if isinstance(content, list) else None
+    )
+
+
+def _content_out(message: Message, *, from_here: bool) -> Any:
+    content = message.content
+    if isinstance(content, str) and from_here:
+        return content
+    if isinstance(content, list) and all(
+        isinstance(b, dict) and str(b.get("type", "")).endswith(("_text", "refusal", "_image", "_file", "_video"))
+        for b in content
+    ):
+        return content
+    part = "output_text" if message.role == "assistant" else "input_text"
+    return [{"type": part, "text": message.text}]

@@ -1,0 +1,51 @@
+"""``openai``: chat-completions ``{"messages": [...]}`` JSONL, the fine-tuning form."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from evalcore.formats._chat import chat_message_out, chat_messages_in
+from evalcore.formats._records import build_session, expect_dict
+from evalcore.formats.base import Format, register
+from evalcore.schema import Session
+
+
+def _looks_like_chat(messages: Any) -> bool:
+    return (
+        isinstance(messages, list) and bool(messages) and all(isinstance(m, dict) and "role" in m for m in messages[:3])
+    )
+
+
+@register
+class OpenAIFormat(Format):
+    """One conversation a line: ``messages`` plus optional ``tools`` and other keys."""
+
+    name = "openai"
+    description = "OpenAI chat-completions {messages} JSONL with tool_calls (fine-tuning form)"
+    writable = True
+    priority = 80
+
+    def sniff(self, value: Any) -> bool:
+        if isinstance(value, list):
+            return _looks_like_chat(value)
+        return isinstance(value, dict) and _looks_like_chat(value.get("messages"))
+
+    def parse(self, value: Any) -> Session:
+        if isinstance(value, list):  # a bare message list on a line
+            return build_session(
+                {"messages": chat_messages_in(value, "messages"), "metadata": {"openai": {"bare": True}}}
+            )
+        row = expect_dict(value, "record")
+        data: dict[str, Any] = {"messages": chat_messages_in(row.get("messages"), "messages")}
+        extras = {k: v for k, v in row.items() if k != "messages"}
+        if extras:
+            data["metadata"] = {"openai": extras}
+        return build_session(data)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        messages = [chat_message_out(m) for m in session.messages]
+        extras = dict(session.metadata.get("openai") or {})
+        if extras.pop("bare", False):
+            return [messages]
+        return [{"messages": messages, **extras}]

@@ -1,0 +1,113 @@
+"""``ragas``: ``MultiTurnSample`` rows as ``EvaluationDataset.to_jsonl`` writes them.
+
+Written lines are byte-identical to ragas' own: ``json.dumps(row, ensure_ascii=False)``
+with ragas' key order. System messages stay in our model but are left out of
+``user_input`` (ragas has no system message); so is anything ragas cannot hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from evalcore.errors import RecordError
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats.base import Format, register
+from evalcore.schema import Message, Session, ToolCall
+
+_TYPES = {"human": "user", "ai": "assistant", "tool": "tool"}
+_ROLES = {v: k for k, v in _TYPES.items()}
+_FIELDS = ("user_input", "reference", "reference_tool_calls", "rubrics", "reference_topics")
+
+
+@register
+class RagasFormat(Format):
+    """ragas ``MultiTurnSample`` JSONL."""
+
+    name = "ragas"
+    description = "ragas MultiTurnSample JSONL (EvaluationDataset.to_jsonl)"
+    writable = True
+    priority = 10
+
+    def sniff(self, value: Any) -> bool:
+        return isinstance(value, dict) and isinstance(value.get("user_input"), list)
+
+    def parse(self, value: Any) -> Session:
+        row = expect_dict(value, "record")
+        if "user_input" not in row:
+            raise RecordError("missing (a MultiTurnSample needs its messages)", "user_input")
+        messages = [
+            _message_in(m, f"user_input[{i}]") for i, m in enumerate(expect_list(row["user_input"], "user_input"))
+        ]
+        data: dict[str, Any] = {"messages": messages}
+        reference = expect_str(row.get("reference"), "reference", optional=True)
+        if reference is not None:
+            data["reference"] = reference
+        if row.get("reference_tool_calls") is not None:
+            calls = expect_list(row["reference_tool_calls"], "reference_tool_calls")
+            data["reference_tool_calls"] = [_call_in(c, f"reference_tool_calls[{i}]") for i, c in enumerate(calls)]
+        for key in ("rubrics", "reference_topics"):
+            if row.get(key) is not None:
+                data[key] = row[key]
+        extras = {k: v for k, v in row.items() if k not in _FIELDS}
+        if extras:
+            data["metadata"] = {"ragas": extras}
+        return build_session(data)
+
+    def write(self, session: Session) -> Iterable[Any]:
+        row: dict[str, Any] = {"user_input": [_message_out(m) for m in session.messages if m.role != "system"]}
+        reference = session.reference
+        if reference is None and session.turns and session.turns[-1].ground_truth:
+            reference = session.turns[-1].ground_truth
+        if reference is not None:
+            row["reference"] = reference
+        if session.reference_tool_calls is not None:
+            row["reference_tool_calls"] = [_call_out(c) for c in session.reference_tool_calls]
+        if session.rubrics is not None:
+            row["rubrics"] = session.rubrics
+        if session.reference_topics is not None:
+            row["reference_topics"] = session.reference_topics
+        row.update(session.metadata.get("ragas") or {})
+        return [row]
+
+    def dumps(self, value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+
+def _message_in(value: Any, field: str) -> dict[str, Any]:
+    m = expect_dict(value, field)
+    kind = m.get("type")
+    if kind not in _TYPES:
+        raise RecordError(f"unknown message type {kind!r}; expected human, ai or tool", f"{field}.type")
+    content = expect_str(m.get("content"), f"{field}.content")
+    out: dict[str, Any] = {"role": _TYPES[kind], "content": content}
+    if m.get("metadata") is not None:
+        out["metadata"] = {"ragas": expect_dict(m["metadata"], f"{field}.metadata")}
+    if kind == "ai" and m.get("tool_calls") is not None:
+        calls = expect_list(m["tool_calls"], f"{field}.tool_calls")
+        out["tool_calls"] = [_call_in(c, f"{field}.tool_calls[{i}]") for i, c in enumerate(calls)]
+    return out
+
+
+def _call_in(value: Any, field: str) -> dict[str, Any]:
+    c = expect_dict(value, field)
+    name = expect_str(c.get("name"), f"{field}.name")
+    args = expect_dict(c.get("args", {}), f"{field}.args")
+    return {"name": name, "args": args}
+
+
+def _message_out(message: Message) -> dict[str, Any]:
+    # ragas' field order: content, metadata, type, tool_calls (None fields left out).
+    out: dict[str, Any] = {"content": message.text}
+    meta = message.metadata.get("ragas")
+    if meta is not None:
+        out["metadata"] = meta
+    out["type"] = _ROLES[message.role]
+    if message.role == "assistant" and message.tool_calls is not None:
+        out["tool_calls"] = [_call_out(c) for c in message.tool_calls]
+    return out
+
+
+def _call_out(call: ToolCall) -> dict[str, Any]:
+    return {"name": call.name, "args": call.args}

@@ -1,0 +1,35 @@
+"""The canonical conversation model: every supported format reads into it and writes out of it."""
+
+from evalcore.schema.message import Content, Message, Role, ToolCall, block_text
+from evalcore.schema.session import (
+    SCHEMA_VERSION,
+    STATUSES,
+    ContextChunk,
+    Provenance,
+    Session,
+    Status,
+    Turn,
+    TurnTruth,
+    link_tool_results,
+)
+from evalcore.schema.validation import Problem, resolve_weights, validate_session
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Content",
+    "ContextChunk",
+    "Message",
+    "Problem",
+    "Provenance",
+    "Role",
+    "Session",
+    "Status",
+    "ToolCall",
+    "Turn",
+    "TurnTruth",
+    "block_text",
+    "link_tool_results",
+    "resolve_weights",
+    "validate_session",
+]

@@ -1,0 +1,186 @@
+"""Sessions (one conversation with its ground truth) and turns (views over them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalcore.schema.message import Message, ToolCall
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "ContextChunk",
+    "Provenance",
+    "Session",
+    "Status",
+    "Turn",
+    "TurnTruth",
+]
+
+#: Version of the evalcore JSON shape; bump whenever a stored shape changes.
+SCHEMA_VERSION = 1
+
+Status = Literal["todo", "in_progress", "approved", "rejected", "flagged"]
+STATUSES: tuple[str, ...] = ("todo", "in_progress", "approved", "rejected", "flagged")
+
+
+class ContextChunk(BaseModel):
+    """A retrieved (or expected) chunk of context, as Databricks defines it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    doc_uri: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnTruth(BaseModel):
+    """Ground truth for one turn (a Gaussia ``Batch``'s reference side).
+
+    The i-th entry of ``Session.turns`` belongs to the turn opened by the i-th user message.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    qa_id: str | None = None
+    ground_truth: str | None = None
+    observation: str | None = None
+    weight: float | None = Field(default=None, ge=0)
+    expected_tool_usage: dict[str, Any] | None = None
+    logprobs: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Provenance(BaseModel):
+    """Where a session came from: file, format, line and 0-based position."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = None
+    format: str | None = None
+    line: int | None = None
+    position: int | None = None
+
+
+class Session(BaseModel):
+    """One conversation, with every session-level field any supported format has."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | None = None
+    assistant_id: str | None = None
+    language: str | None = None
+    context: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    # Ground truth for the whole session.
+    goal: str | None = None
+    reference: str | None = None
+    reference_tool_calls: list[ToolCall] | None = None
+    rubrics: dict[str, str] | None = None
+    reference_topics: list[str] | None = None
+    expected_facts: list[str] | None = None
+    guidelines: list[str] | dict[str, list[str]] | None = None
+    retrieved_context: list[ContextChunk] | None = None
+    expected_retrieved_context: list[ContextChunk] | None = None
+    # Ground truth per turn, aligned with the user messages.
+    turns: list[TurnTruth] = Field(default_factory=list)
+    # Review and bookkeeping.
+    tags: list[str] = Field(default_factory=list)
+    status: Status = "todo"
+    scores: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance | None = None
+    trace: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def split_turns(self) -> list[Turn]:
+        """Cut the messages into turns: each opens at a user message and runs to the next one.
+
+        Messages before the first user message (system prompt, greetings) form no turn;
+        ``preamble`` returns them.
+        """
+        turns: list[Turn] = []
+        current: list[Message] | None = None
+        for message in self.messages:
+            if message.role == "user":
+                current = [message]
+                index = len(turns)
+                truth = self.turns[index] if index < len(self.turns) else TurnTruth()
+                turns.append(Turn(index=index, messages=current, truth=truth))
+            elif current is not None:
+                current.append(message)
+        return turns
+
+    def preamble(self) -> list[Message]:
+        """The messages before the first user message."""
+        for i, message in enumerate(self.messages):
+            if message.role == "user":
+                return self.messages[:i]
+        return list(self.messages)
+
+    def tool_calls(self) -> list[ToolCall]:
+        """Every tool call the assistant made, in order."""
+        return [call for m in self.messages if m.role == "assistant" for call in m.calls]
+
+    def final_answer(self) -> str | None:
+        """The text of the last assistant message that has text, if any."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.text:
+                return message.text
+        return None
+
+
+@dataclass
+class Turn:
+    """A view over one turn of a session: the user message, what followed, its ground truth."""
+
+    index: int
+    messages: list[Message]
+    truth: TurnTruth
+
+    @property
+    def query(self) -> str:
+        """The user's text that opened the turn."""
+        return self.messages[0].text
+
+    @property
+    def answer(self) -> str | None:
+        """The last assistant text of the turn (its final answer), if any."""
+        for message in reversed(self.messages):
+            if message.role == "assistant" and message.text:
+                return message.text
+        return None
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls the assistant made during the turn, in order."""
+        return [c for m in self.messages if m.role == "assistant" for c in m.calls]
+
+    def tool_results(self) -> list[tuple[ToolCall, Message | None]]:
+        """Each call of the turn with its result, linked by id, else by order."""
+        return link_tool_results(self.messages)
+
+
+def link_tool_results(messages: list[Message]) -> list[tuple[ToolCall, Message | None]]:
+    """Pair every tool call with its tool message: by ``tool_call_id``, else first-in first-out."""
+    pairs: list[tuple[ToolCall, Message | None]] = []
+    pending: list[int] = []  # indexes into pairs still waiting for a result
+    by_id: dict[str, int] = {}
+    for message in messages:
+        if message.role == "assistant":
+            for call in message.calls:
+                if call.id is not None:
+                    by_id[call.id] = len(pairs)
+                pending.append(len(pairs))
+                pairs.append((call, None))
+        elif message.role == "tool":
+            slot = by_id.pop(message.tool_call_id, None) if message.tool_call_id else None
+            if slot is None and pending:
+                slot = pending[0]
+            if slot is not None:
+                if slot in pending:
+                    pending.remove(slot)
+                pairs[slot] = (pairs[slot][0], message)
+    return pairs

@@ -1,0 +1,25 @@
+"""Shared fixtures: paths to the reference data in ../shared and to sample_data/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+RAGAS_REFERENCE = SHARED / "data" / "ragas_reference"
+TAU_BENCH = SHARED / "data" / "tau_bench" / "gpt-4o-airline-first40.json"
+SAMPLE_DATA = ROOT / "sample_data"
+
+
+@pytest.fixture(scope="session")
+def ragas_reference() -> Path:
+    assert RAGAS_REFERENCE.is_dir(), f"reference data missing: {RAGAS_REFERENCE}"
+    return RAGAS_REFERENCE
+
+
+@pytest.fixture(scope="session")
+def tau_bench_file() -> Path:
+    assert TAU_BENCH.is_file(), f"τ-bench data missing: {TAU_BENCH}"
+    return TAU_BENCH
