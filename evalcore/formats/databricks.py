@@ -36,7 +36,9 @@ class DatabricksFormat(Format):
 
     def sniff(self, value: Any) -> bool:
         return isinstance(value, dict) and (
-            "request" in value or ("inputs" in value and ("outputs" in value or "expectations" in value))
+            "request" in value
+            or isinstance(value.get("trace"), str | dict)
+            or ("inputs" in value and ("outputs" in value or "expectations" in value))
         )
 
     def parse(self, value: Any) -> Session:
@@ -76,7 +78,7 @@ class DatabricksFormat(Format):
         extras = {k: v for k, v in row.items() if k not in _HANDLED}
         if extras:
             meta["extra"] = extras
-        data["metadata"] = {NS: meta}
+        data["metadata"] = {**data.get("metadata", {}), NS: meta}
         return build_session(data)
 
     def write(self, session: Session) -> Iterable[Any]:

@@ -50,7 +50,7 @@ def iter_records(stream: IO[str]) -> Iterator[RawRecord]:
     if stripped.startswith("["):
         yield from _iter_array(stream, head)
         return
-    # JSON Lines, unless the first line is not a whole value (a pretty-printed document).
+    # JSON Lines, unless the first line is not a whole value but starts a (pretty-printed) document.
     start = len(head) - len(stripped)
     newline = head.find("\n", start)
     if newline < 0 and len(head) == _CHUNK:
@@ -59,8 +59,31 @@ def iter_records(stream: IO[str]) -> Iterator[RawRecord]:
     first = head[start : newline if newline >= 0 else len(head)]
     if _is_whole_value(first):
         yield from _iter_lines(stream, head)
-    else:
+        return
+    is_document, head = _starts_document(stream, head, start)
+    if is_document:
         yield from _iter_documents(stream, head)
+    else:
+        yield from _iter_lines(stream, head)
+
+
+def _starts_document(stream: IO[str], text: str, start: int) -> tuple[bool, str]:
+    """Whether a whole JSON value starts at ``start``; reads only as far as needed to tell."""
+    while True:
+        try:
+            _decoder.raw_decode(text, start)
+            return True, text
+        except json.JSONDecodeError as exc:
+            if exc.msg.startswith("Unterminated string"):
+                broken = "\n" in text[exc.pos :]  # a JSON string never holds a raw newline
+            else:
+                broken = exc.pos < len(text)
+            if broken:
+                return False, text
+        chunk = stream.read(max(_CHUNK, len(text)))
+        if not chunk:
+            return False, text
+        text += chunk
 
 
 def _is_whole_value(text: str) -> bool:

@@ -13,7 +13,10 @@ from evalcore.schema import SCHEMA_VERSION, Session
 
 @register
 class EvalcoreFormat(Format):
-    """One ``Session`` a line, with a ``schema_version``."""
+    """One ``Session`` a line, with a ``schema_version``.
+
+    Everything is written but ``provenance``, which every read sets to the file it reads.
+    """
 
     name = "evalcore"
     description = "our own JSONL, one session a line, lossless"
@@ -35,4 +38,6 @@ class EvalcoreFormat(Format):
         return build_session(data)
 
     def write(self, session: Session) -> Iterable[Any]:
-        return [{"schema_version": SCHEMA_VERSION, **session.model_dump(mode="json", exclude_defaults=True)}]
+        # Provenance describes the file a session was read from, and is set anew by every read.
+        data = session.model_dump(mode="json", exclude_defaults=True, exclude={"provenance"})
+        return [{"schema_version": SCHEMA_VERSION, **data}]

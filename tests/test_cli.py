@@ -1,0 +1,101 @@
+"""The evalcore command line, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from formats_util import load_output, write_jsonl
+
+EVALCORE = str(Path(sys.executable).parent / "evalcore")
+
+GOOD = {"user_input": [{"content": "hi", "type": "human"}, {"content": "hello", "type": "ai"}], "reference": "greet"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([EVALCORE, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_convert_reports_bad_records_and_keeps_good_ones(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    lines = [
+        json.dumps(GOOD),
+        '{"user_input": [{"content": "hi", "type": "human"}',  # broken JSON
+        json.dumps({"user_input": [{"content": "x", "type": "robot"}]}),  # unknown message type
+        json.dumps({"user_input": [{"content": "hi", "type": "human"}, {"content": "r", "type": "tool"}]}),
+        json.dumps({"user_input": [GOOD["user_input"][0], GOOD["user_input"][1], {"content": "r", "type": "tool"}]}),
+        json.dumps(GOOD),
+    ]
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = run("convert", str(source), "-o", str(out), "--to", "openai")
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    errors = proc.stderr.splitlines()
+    assert errors[0].startswith(f"{source}:2: not valid JSON")
+    assert errors[1] == f"{source}:3: user_input[0].type: unknown message type 'robot'; expected human, ai or tool"
+    assert errors[2] == f"{source}:4: messages[1]: ToolMessage must be preceded by an AIMessage somewhere in the conversation."
+    assert errors[3] == f"{source}:5: messages[2]: ToolMessage must follow an AIMessage where tools were called."
+    assert "2 sessions written" in errors[-1]
+    assert len(load_output(out)) == 2
+
+
+def test_convert_clean_file_exits_zero(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    proc = run("convert", str(source), "-o", str(tmp_path / "g.json"), "--to", "gaussia")
+    assert proc.returncode == 0, proc.stderr
+    (dataset,) = json.loads((tmp_path / "g.json").read_text())
+    assert dataset["conversation"][0]["ground_truth_assistant"] == "greet"
+
+
+def test_validate_exit_codes_and_warnings(tmp_path: Path) -> None:
+    assert run("validate", str(write_jsonl(tmp_path / "ok.jsonl", [GOOD]))).returncode == 0
+    warn = {
+        "session_id": "s", "assistant_id": "a", "context": "",
+        "conversation": [{"qa_id": "1", "query": "q", "assistant": "a", "ground_truth_assistant": "", "weight": 2}],
+    }  # fmt: skip
+    proc = run("validate", str(write_jsonl(tmp_path / "w.jsonl", [warn])))
+    assert proc.returncode == 0 and "warning: turns.weight: weights sum to 2" in proc.stderr
+    both = {"request": "q", "expected_facts": ["x"], "expected_response": "y"}
+    proc = run("validate", str(write_jsonl(tmp_path / "bad.jsonl", [both])))
+    assert proc.returncode == 1 and ":1: expected_facts: give only one" in proc.stderr
+
+
+def test_usage_errors_exit_two(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    assert run("convert", str(source), "-o", str(tmp_path / "o"), "--to", "swarm").returncode == 2  # read-only
+    assert run("convert", str(source), "--to", "ragas").returncode == 2  # no -o
+    proc = run("validate", str(tmp_path / "missing.jsonl"))
+    assert proc.returncode == 2 and "No such file" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("validate", str(source), "--from", "nope")
+    assert proc.returncode == 2
+
+
+def test_undetectable_input_names_the_formats_tried(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [{"hello": "world"}, 42])
+    proc = run("validate", str(source))
+    assert proc.returncode == 1
+    assert f"{source}:1: no format recognises this record (tried evalcore, " in proc.stderr
+    assert f"{source}:2: " in proc.stderr
+
+
+def test_explicit_from_reports_the_wrong_shape(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    proc = run("validate", str(source), "--from", "gaussia")
+    assert proc.returncode == 1 and ":1: conversation: expected an array, got null" in proc.stderr
+
+
+def test_a_failed_conversion_leaves_no_partial_file(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    proc = run("convert", str(tmp_path / "missing.jsonl"), "-o", str(out), "--to", "ragas")
+    assert proc.returncode == 2 and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_lists_every_command() -> None:
+    proc = run("--help")
+    assert proc.returncode == 0
+    for command in ("convert", "validate", "app"):
+        assert command in proc.stdout

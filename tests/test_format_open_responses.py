@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from formats_util import assert_round_trip, load_output, sessions_of, write_jsonl
+
+from evalcore import convert_file
+
+TRACE = {
+    "items": [
+        {"type": "message", "id": "", "status": "completed", "role": "system",
+         "content": [{"type": "input_text", "text": "You are a travel agent."}]},
+        {"type": "message", "id": "m1", "status": "completed", "role": "user",
+         "content": [{"type": "input_text", "text": "Book me to Rome on May 3."}]},
+        {"type": "reasoning", "id": "r1", "summary": [{"type": "summary_text", "text": "Search flights first."}]},
+        {"type": "function_call", "id": "fc1", "call_id": "call_a", "name": "search_flights",
+         "arguments": '{"to":"FCO","date":"2026-05-03"}', "status": "completed"},
+        {"type": "function_call", "id": "fc2", "call_id": "call_b", "name": "get_user",
+         "arguments": "{}", "status": "completed"},
+        {"type": "function_call_output", "id": "o2", "call_id": "call_b", "output": '{"tier": "gold"}',
+         "status": "completed"},
+        {"type": "function_call_output", "id": "o1", "call_id": "call_a", "output": "AZ123 at 9:00",
+         "status": "completed"},
+        {"type": "reasoning", "id": "r2", "summary": [{"type": "summary_text", "text": "Offer AZ123."}]},
+        {"type": "message", "id": "m2", "status": "completed", "role": "assistant", "phase": "final_answer",
+         "content": [{"type": "output_text", "text": "AZ123 leaves at 9:00. Book it?", "annotations": []}]},
+        {"type": "message", "role": "user", "content": "Yes please."},
+        {"type": "message", "role": "developer", "content": "Confirm politely."},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Booked!"}]},
+    ],
+    "metadata": {"trace_id": "t-42", "source_type": "latticeflow", "model": "gpt-4o", "tags": ["travel"],
+                 "total_tokens": 912},
+    "FORMAT": "open_responses",
+}  # fmt: skip
+
+
+def test_trace_round_trip(tmp_path: Path) -> None:
+    bare = [{"type": "message", "role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": "yo"}]
+    assert_round_trip(tmp_path, "open-responses", [TRACE, bare])
+
+
+def test_items_become_messages_linked_by_call_id(tmp_path: Path) -> None:
+    (session,) = sessions_of(write_jsonl(tmp_path / "t.jsonl", [TRACE]))
+    assert session.session_id == "t-42" and session.tags == ["travel"]
+    assert [m.role for m in session.messages] == ["system", "user", "assistant", "tool", "tool", "assistant", "user", "system", "assistant"]
+    planner = session.messages[2]
+    assert planner.reasoning == "Search flights first."
+    assert [(c.id, c.name) for c in planner.calls] == [("call_a", "search_flights"), ("call_b", "get_user")]
+    pairs = session.split_turns()[0].tool_results()
+    assert [(c.id, r.text if r else None) for c, r in pairs] == [("call_a", "AZ123 at 9:00"), ("call_b", '{"tier": "gold"}')]
+    answer = session.messages[5]
+    assert answer.reasoning == "Offer AZ123." and answer.text == "AZ123 leaves at 9:00. Book it?"
+    assert session.messages[3].name == "get_user"
+
+
+def test_whole_file_array_of_items_is_one_session(tmp_path: Path) -> None:
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps(TRACE["items"], indent=2))
+    (session,) = sessions_of(path)
+    assert len(session.messages) == 9
+
+
+def test_from_openai_writes_parts_and_call_ids(tmp_path: Path) -> None:
+    chat = {"messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny."},
+    ]}  # fmt: skip
+    out = tmp_path / "t.jsonl"
+    convert_file(write_jsonl(tmp_path / "o.jsonl", [chat]), out, to="open-responses")
+    (trace,) = load_output(out)
+    assert trace["items"] == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
+        {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
+    ]
+
+
+def test_missing_call_id_names_the_field(tmp_path: Path) -> None:
+    bad = {"items": [{"type": "function_call", "name": "x", "arguments": "{}"}]}
+    report = convert_file(write_jsonl(tmp_path / "t.jsonl", [bad, TRACE]), tmp_path / "o.jsonl", to="evalcore")
+    assert report.sessions == 1 and report.errors == 1
+    assert str(report.problems[0]).endswith(":1: items[0].call_id: expected a string, got null")
