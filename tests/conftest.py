@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,8 @@ def ragas_reference() -> Path:
 def tau_bench_file() -> Path:
     assert TAU_BENCH.is_file(), f"τ-bench data missing: {TAU_BENCH}"
     return TAU_BENCH
+
+
+# The app's pages import ``pages._shared`` the way Streamlit runs them: from the repository root.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

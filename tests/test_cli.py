@@ -36,7 +36,10 @@ def test_convert_reports_bad_records_and_keeps_good_ones(tmp_path: Path) -> None
     errors = proc.stderr.splitlines()
     assert errors[0].startswith(f"{source}:2: not valid JSON")
     assert errors[1] == f"{source}:3: user_input[0].type: unknown message type 'robot'; expected human, ai or tool"
-    assert errors[2] == f"{source}:4: messages[1]: ToolMessage must be preceded by an AIMessage somewhere in the conversation."
+    assert (
+        errors[2]
+        == f"{source}:4: messages[1]: ToolMessage must be preceded by an AIMessage somewhere in the conversation."
+    )
     assert errors[3] == f"{source}:5: messages[2]: ToolMessage must follow an AIMessage where tools were called."
     assert "2 sessions written" in errors[-1]
     assert len(load_output(out)) == 2

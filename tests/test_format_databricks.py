@@ -29,7 +29,11 @@ ROWS = [
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
-                        {"id": "c1", "type": "function", "function": {"name": "search_docs", "arguments": '{"q":"shuffle"}'}}
+                        {
+                            "id": "c1",
+                            "type": "function",
+                            "function": {"name": "search_docs", "arguments": '{"q":"shuffle"}'},
+                        }
                     ],
                 },
                 {"role": "tool", "tool_call_id": "c1", "content": "Use broadcast joins..."},
@@ -113,7 +117,9 @@ def test_ragas_reference_becomes_expected_response(tmp_path: Path) -> None:
     }
     out = tmp_path / "d.jsonl"
     convert_file(write_jsonl(tmp_path / "r.jsonl", [row]), out, to="databricks")
-    assert load_output(out) == [{"request": "book a table", "response": "Booked.", "expected_response": "A table is booked."}]
+    assert load_output(out) == [
+        {"request": "book a table", "response": "Booked.", "expected_response": "A table is booked."}
+    ]
 
 
 def test_trace_only_row_derives_the_conversation(tmp_path: Path) -> None:

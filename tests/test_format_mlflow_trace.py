@@ -14,10 +14,18 @@ def _span(span_id: str, parent: str | None, name: str, kind: str, start: int, in
         "mlflow.spanOutputs": json.dumps(outputs),
         **extra,
     }
-    return {"span_id": span_id, "parent_span_id": parent, "name": name, "start_time_unix_nano": start,
-            "end_time_unix_nano": start + 10, "status": {"code": "STATUS_CODE_OK"}, "attributes": attributes}  # fmt: skip
+    return {
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": name,
+        "start_time_unix_nano": start,
+        "end_time_unix_nano": start + 10,
+        "status": {"code": "STATUS_CODE_OK"},
+        "attributes": attributes,
+    }
 
 
+USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
 TRACE = {
     "info": {"trace_id": "tr-7", "execution_duration_ms": 2300, "state": "OK"},
     "data": {
@@ -27,8 +35,7 @@ TRACE = {
             _span("ret", "root", "retriever", "RETRIEVER", 2, {"query": "refund policy"},
                   [{"page_content": "Refunds within 30 days.", "metadata": {"doc_uri": "kb/refunds.md"}, "id": "1"}]),
             _span("llm", "root", "chat", "CHAT_MODEL", 3, {"messages": []}, {},
-                  **{"mlflow.chat.tokenUsage": json.dumps({"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}),
-                     "mlflow.llm.model": json.dumps("gpt-4o-mini")}),
+                  **{"mlflow.chat.tokenUsage": json.dumps(USAGE), "mlflow.llm.model": json.dumps("gpt-4o-mini")}),
             _span("t1", "root", "refund_order", "TOOL", 4, {"order_id": 9}, {"ok": True}),
         ]
     },

@@ -36,19 +36,35 @@ TRACE = {
 
 
 def test_trace_round_trip(tmp_path: Path) -> None:
-    bare = [{"type": "message", "role": "user", "content": "hi"}, {"type": "message", "role": "assistant", "content": "yo"}]
+    bare = [
+        {"type": "message", "role": "user", "content": "hi"},
+        {"type": "message", "role": "assistant", "content": "yo"},
+    ]
     assert_round_trip(tmp_path, "open-responses", [TRACE, bare])
 
 
 def test_items_become_messages_linked_by_call_id(tmp_path: Path) -> None:
     (session,) = sessions_of(write_jsonl(tmp_path / "t.jsonl", [TRACE]))
     assert session.session_id == "t-42" and session.tags == ["travel"]
-    assert [m.role for m in session.messages] == ["system", "user", "assistant", "tool", "tool", "assistant", "user", "system", "assistant"]
+    assert [m.role for m in session.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "user",
+        "system",
+        "assistant",
+    ]
     planner = session.messages[2]
     assert planner.reasoning == "Search flights first."
     assert [(c.id, c.name) for c in planner.calls] == [("call_a", "search_flights"), ("call_b", "get_user")]
     pairs = session.split_turns()[0].tool_results()
-    assert [(c.id, r.text if r else None) for c, r in pairs] == [("call_a", "AZ123 at 9:00"), ("call_b", '{"tier": "gold"}')]
+    assert [(c.id, r.text if r else None) for c, r in pairs] == [
+        ("call_a", "AZ123 at 9:00"),
+        ("call_b", '{"tier": "gold"}'),
+    ]
     answer = session.messages[5]
     assert answer.reasoning == "Offer AZ123." and answer.text == "AZ123 leaves at 9:00. Book it?"
     assert session.messages[3].name == "get_user"

@@ -16,16 +16,27 @@ CHAT = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-                {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'}},
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                },
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Rome"}'},
+                },
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
         {"role": "tool", "tool_call_id": "call_2", "content": "24C"},
         {"role": "assistant", "content": "Paris 18C, Rome 24C.", "weight": 1},
-        {"role": "assistant", "content": "bad", "tool_calls": [
-            {"id": "call_3", "type": "function", "function": {"name": "x", "arguments": "{not json"}}
-        ], "weight": 0},
+        {
+            "role": "assistant",
+            "content": "bad",
+            "tool_calls": [{"id": "call_3", "type": "function", "function": {"name": "x", "arguments": "{not json"}}],
+            "weight": 0,
+        },
     ],
     "tools": TOOLS,
     "parallel_tool_calls": True,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
-import os
 import json
+import os
 from typing import Any
 
 import orjson
@@ -15,12 +15,20 @@ from evalcore.formats import formats, get_format, read
 from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth
 
 WRITABLE = [f.name for f in formats() if f.writable]
-SETTINGS = settings(max_examples=int(os.environ.get("EVALCORE_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("EVALCORE_HYPOTHESIS_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 text = st.text(max_size=30)
 names = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)
-scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | text
-json_values = st.recursive(scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(names, kids, max_size=3), max_leaves=8)
+scalars = (
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False) | text
+)
+json_values = st.recursive(
+    scalars, lambda kids: st.lists(kids, max_size=3) | st.dictionaries(names, kids, max_size=3), max_leaves=8
+)
 args = st.dictionaries(names, json_values, max_size=4)
 
 
@@ -114,9 +122,7 @@ def test_every_writable_format_gives_back_what_it_wrote(session: Session, fmt: s
 
 def _conversation(session: Session, *, system: bool) -> list[tuple[str, str, list[tuple[str, Any]]]]:
     return [
-        (m.role, m.text, [(c.name, c.args) for c in m.calls])
-        for m in session.messages
-        if system or m.role != "system"
+        (m.role, m.text, [(c.name, c.args) for c in m.calls]) for m in session.messages if system or m.role != "system"
     ]
 
 

@@ -84,10 +84,14 @@ def test_langchain_to_ragas_leaves_system_messages_out(ragas_reference: Path, tm
     out = tmp_path / "ragas.jsonl"
     report = convert_file(ragas_reference / "langchain_msgs.jsonl", out, to="ragas")
     assert report.errors == 0
-    expected = [json.loads(line)["expected"] for line in (ragas_reference / "langchain_msgs.jsonl").read_text().splitlines()]
+    expected = [
+        json.loads(line)["expected"] for line in (ragas_reference / "langchain_msgs.jsonl").read_text().splitlines()
+    ]
     for line, want in zip(out.read_text().splitlines(), expected, strict=True):
         got = json.loads(line)["user_input"]
-        assert [m["type"] for m in got] == [{"user": "human", "assistant": "ai", "tool": "tool"}[m["role"]] for m in want]
+        assert [m["type"] for m in got] == [
+            {"user": "human", "assistant": "ai", "tool": "tool"}[m["role"]] for m in want
+        ]
         assert [m["content"] for m in got] == [m["content"] for m in want]
         assert [m.get("tool_calls") or [] for m in got] == [m["tool_calls"] for m in want]
 

@@ -94,55 +94,7 @@ class _ItemsReader(Reader):
 
 
 def _trace_in(trace: dict[str, Any], *, bare: bool, items_only: bool = False) -> Session:
-    items = expect_list(trace.get("items"), "items")
-    messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
-    pending: list[Any] = []  # items we do not model, kept with the message that follows
-    for i, item in enumerate(items):
-        item = expect_dict(item, f"items[{i}]")
-        kind = item.get("type", "message" if "role" in item else None)
-        where = f"items[{i}]"
-        if kind == "message":
-            _message_in(item, where, messages)
-        elif kind == "function_call":
-            call = _call_in(item, where)
-            names[call["id"]] = call["name"]
-            last = messages[-1] if messages else None
-            if last is None or last["role"] != "assistant" or last.get("_closed"):
-                last = {"role": "assistant", "content": None}
-                messages.append(last)
-            last.setdefault("tool_calls", []).append(call)
-        elif kind == "function_call_output":
-            call_id = expect_str(item.get("call_id"), f"{where}.call_id")
-            output = item.get("output")
-            if not isinstance(output, str | list):
-                raise RecordError("expected a string or a list of parts", f"{where}.output")
-            message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": output}
-            if call_id in names:
-                message["name"] = names[call_id]
-            _keep(message, item, ("type", "call_id", "output"))
-            messages.append(message)
-        elif kind == "reasoning":
-            summary = item.get("summary") or []
-            text = block_text(summary if isinstance(summary, list) else None) or block_text(
-                item.get("content") if isinstance(item.get("content"), list) else None
-            )
-            messages.append({"role": "assistant", "reasoning": text, "content": None,
-                             "metadata": {NS: {"reasoning_item": item}}, "_open": True})  # fmt: skip
-        elif kind in ("custom_task_input_message", "custom_task_output_message"):
-            content = item.get("content")
-            role = "user" if kind == "custom_task_input_message" else "assistant"
-            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-            messages.append({"role": role, "content": text, "metadata": {NS: {"custom": item}}, "_closed": True})
-        else:
-            pending.append(item)
-            continue
-        if pending:
-            messages[-1].setdefault("metadata", {}).setdefault(NS, {})["before"] = pending
-            pending = []
-    for m in messages:
-        m.pop("_open", None)
-        m.pop("_closed", None)
+    messages, pending = _items_in(expect_list(trace.get("items"), "items"))
     data: dict[str, Any] = {"messages": messages}
     meta: dict[str, Any] = {k: v for k, v in trace.items() if k != "items"}
     if bare:
@@ -162,6 +114,58 @@ def _trace_in(trace: dict[str, Any], *, bare: bool, items_only: bool = False) ->
     if meta:
         data.setdefault("metadata", {})[NS] = meta
     return build_session(data)
+
+
+def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Canonical messages from items, and the trailing items we keep but do not model."""
+    messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    pending: list[Any] = []  # items we do not model, kept with the message that follows
+    for i, item in enumerate(items):
+        item = expect_dict(item, f"items[{i}]")
+        kind = item.get("type", "message" if "role" in item else None)
+        where = f"items[{i}]"
+        if kind == "message":
+            _message_in(item, where, messages)
+        elif kind == "function_call":
+            call = _call_in(item, where)
+            names[call["id"]] = call["name"]
+            last = messages[-1] if messages else None
+            if last is None or last["role"] != "assistant" or last.get("_closed"):
+                last = {"role": "assistant", "content": None}
+                messages.append(last)
+            last.setdefault("tool_calls", []).append(call)
+        elif kind == "function_call_output":
+            messages.append(_output_in(item, where, names))
+        elif kind == "reasoning":
+            messages.append({"role": "assistant", "reasoning": _reasoning_text(item), "content": None,
+                             "metadata": {NS: {"reasoning_item": item}}, "_open": True})  # fmt: skip
+        elif kind in ("custom_task_input_message", "custom_task_output_message"):
+            role = "user" if kind == "custom_task_input_message" else "assistant"
+            messages.append({"role": role, "content": _custom_text(item), "metadata": {NS: {"custom": item}},
+                             "_closed": True})  # fmt: skip
+        else:
+            pending.append(item)
+            continue
+        if pending:
+            messages[-1].setdefault("metadata", {}).setdefault(NS, {})["before"] = pending
+            pending = []
+    for m in messages:
+        m.pop("_open", None)
+        m.pop("_closed", None)
+    return messages, pending
+
+
+def _output_in(item: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, Any]:
+    call_id = expect_str(item.get("call_id"), f"{where}.call_id")
+    output = item.get("output")
+    if not isinstance(output, str | list):
+        raise RecordError("expected a string or a list of parts", f"{where}.output")
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": output}
+    if call_id in names:
+        message["name"] = names[call_id]
+    _keep(message, item, ("type", "call_id", "output"))
+    return message
 
 
 def _message_in(item: dict[str, Any], where: str, messages: list[dict[str, Any]]) -> None:

@@ -1,0 +1,50 @@
+"""Files: open a sample or upload a file in any supported format and read its sessions."""
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.formats import formats
+from evalcore.overview import overview_of_bytes, overview_of_path, sample_files
+from pages._shared import render_session, sample_folder
+
+st.title("Files")
+st.caption("Open a sample or upload a file: evalcore detects its format and lists its sessions.")
+
+folder = sample_folder()
+samples = sample_files(folder)
+source = st.radio("Source", ["Sample data", "Upload"], horizontal=True, key="source")
+fmt_names = ["detect"] + [f.name for f in formats()]
+fmt = st.selectbox("Format", fmt_names, key="format", help="Leave on 'detect' to recognise it from the content.")
+chosen_format = None if fmt == "detect" else fmt
+
+overview = None
+if source == "Sample data":
+    if not samples:
+        st.info(f"No sample files in {folder}.")
+    else:
+        picked = st.selectbox("Sample file", samples, format_func=lambda p: p.name, key="sample")
+        overview = overview_of_path(picked, chosen_format)
+else:
+    upload = st.file_uploader("Upload JSON or JSONL", type=["json", "jsonl"], key="upload")
+    if upload is not None:
+        overview = overview_of_bytes(upload.getvalue(), upload.name, chosen_format)
+
+if overview is not None:
+    errors = [(line, p) for line, p in overview.problems if p.level == "error"]
+    warnings = [(line, p) for line, p in overview.problems if p.level == "warning"]
+    cols = st.columns(4)
+    cols[0].metric("Format", overview.format or "—")
+    cols[1].metric("Sessions", len(overview.sessions))
+    cols[2].metric("Records with errors", len(errors))
+    cols[3].metric("Warnings", len(warnings))
+    if overview.problems:
+        with st.expander(f"{len(overview.problems)} problems", expanded=bool(errors)):
+            for line, problem in overview.problems:
+                st.text(f"{overview.name}:{line}: {problem}")
+    if overview.sessions:
+        st.dataframe(pd.DataFrame(overview.rows), hide_index=True, use_container_width=True)
+        labels = [
+            f"{i}: {r['session_id'] or '(no id)'} — {r['first question'][:60]}" for i, r in enumerate(overview.rows)
+        ]
+        index = st.selectbox("Session", range(len(labels)), format_func=lambda i: labels[i], key="session")
+        render_session(overview.sessions[index])
