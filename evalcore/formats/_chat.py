@@ -36,8 +36,12 @@ def chat_messages_in(value: Any, field: str) -> list[dict[str, Any]]:
     return [chat_message_in(m, f"{field}[{i}]") for i, m in enumerate(items)]
 
 
-def chat_message_in(value: Any, field: str, *, name_key: str = "name") -> dict[str, Any]:
-    """One chat message as a canonical message dict (validated later with the session)."""
+def chat_message_in(value: Any, field: str, *, name_key: str = "name", ns: str = NS) -> dict[str, Any]:
+    """One chat message as a canonical message dict (validated later with the session).
+
+    Keys the model has no field for are kept under ``metadata[ns]``; only the ``openai``
+    namespace is written back by :func:`chat_message_out`.
+    """
     m = expect_dict(value, field)
     role = m.get("role")
     if role not in _ROLES:
@@ -63,15 +67,15 @@ def chat_message_in(value: Any, field: str, *, name_key: str = "name") -> dict[s
         out["reasoning"] = m["reasoning_content"]
     if "tool_calls" in m and m["tool_calls"] is not None:
         calls = expect_list(m["tool_calls"], f"{field}.tool_calls")
-        out["tool_calls"] = [_call_in(c, f"{field}.tool_calls[{i}]") for i, c in enumerate(calls)]
+        out["tool_calls"] = [_call_in(c, f"{field}.tool_calls[{i}]", ns) for i, c in enumerate(calls)]
     elif "tool_calls" in m:
         extras["tool_calls"] = None  # an explicit null, as Swarm writes
     if extras:
-        out["metadata"] = {NS: extras}
+        out["metadata"] = {ns: extras}
     return out
 
 
-def _call_in(value: Any, field: str) -> dict[str, Any]:
+def _call_in(value: Any, field: str, ns: str) -> dict[str, Any]:
     c = expect_dict(value, field)
     function = expect_dict(c.get("function"), f"{field}.function")
     name = function.get("name")
@@ -84,7 +88,7 @@ def _call_in(value: Any, field: str) -> dict[str, Any]:
         extras["arguments"] = raw
     if "arguments" not in function:
         extras["no_arguments"] = True
-    call: dict[str, Any] = {"name": name, "args": args, "metadata": {NS: extras}}
+    call: dict[str, Any] = {"name": name, "args": args, "metadata": {ns: extras}}
     if c.get("id") is not None:
         call["id"] = c["id"]
     return call

@@ -136,14 +136,17 @@ class _Buffer:
         self.stream = stream
         self.text = head
         self.pos = 0
-        self.line = 1
         self.eof = False
+        # Lines are counted incrementally: ``line`` is the line number at offset ``counted``.
+        self.line = 1
+        self.counted = 0
 
     def more(self) -> bool:
         if self.eof:
             return False
-        self.line += self.text.count("\n", 0, self.pos)
+        self.current_line()
         self.text = self.text[self.pos :]
+        self.counted -= self.pos
         self.pos = 0
         chunk = self.stream.read(max(_CHUNK, len(self.text)))
         if not chunk:
@@ -163,7 +166,9 @@ class _Buffer:
                 return ""
 
     def current_line(self) -> int:
-        return self.line + self.text.count("\n", 0, self.pos)
+        self.line += self.text.count("\n", self.counted, self.pos)
+        self.counted = self.pos
+        return self.line
 
     def decode(self) -> Any:
         """Decode one value at the cursor, reading more until it is complete."""

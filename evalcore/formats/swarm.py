@@ -38,7 +38,7 @@ class SwarmFormat(Format):
         messages = []
         for i, m in enumerate(items):
             key = "tool_name" if isinstance(m, dict) and m.get("role") == "tool" and "tool_name" in m else "name"
-            messages.append(chat_message_in(m, f"messages[{i}]", name_key=key))
+            messages.append(chat_message_in(m, f"messages[{i}]", name_key=key, ns="swarm"))
         data: dict[str, Any] = {"messages": messages}
         extras = {k: v for k, v in row.items() if k != "messages"}
         if extras:
