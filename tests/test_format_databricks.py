@@ -54,6 +54,7 @@ ROWS = [
         },
         "response": {"choices": [{"message": {"role": "assistant", "content": "They avoid shipping copies."}}]},
         "tags": ["multi-turn"],
+        "goal": "Learn when to use broadcast variables.",
         "source": {"human": {"user_name": "ana@example.com"}},
     },
 ]

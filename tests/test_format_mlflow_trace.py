@@ -27,7 +27,13 @@ def _span(span_id: str, parent: str | None, name: str, kind: str, start: int, in
 
 USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
 TRACE = {
-    "info": {"trace_id": "tr-7", "execution_duration_ms": 2300, "state": "OK"},
+    "info": {
+        "trace_id": "tr-7",
+        "execution_duration_ms": 2300,
+        "state": "OK",
+        "tags": {"channel": "web", "mlflow.user": "x", "vip": "true"},
+        "trace_metadata": {"mlflow.trace.session": "conv-3"},
+    },
     "data": {
         "spans": [
             _span("root", None, "agent", "AGENT", 1, {"messages": [{"role": "user", "content": "Refund order 9?"}]},
@@ -62,6 +68,7 @@ def test_spans_become_a_conversation(tmp_path: Path) -> None:
     assert session.metadata["usage"] == {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
     assert session.metadata["latency_ms"] == 2300 and session.metadata["model"] == "gpt-4o-mini"
     assert session.trace == TRACE
+    assert session.tags == ["channel=web", "vip"] and session.metadata["conversation_id"] == "conv-3"
 
 
 def test_chat_model_messages_win_over_tool_spans(tmp_path: Path) -> None:
@@ -78,3 +85,17 @@ def test_chat_model_messages_win_over_tool_spans(tmp_path: Path) -> None:
     (session,) = sessions_of(path)
     assert [m.role for m in session.messages] == ["user", "assistant", "tool", "assistant"]
     assert session.messages[1].calls[0].id == "x1"
+
+
+def test_a_trace_goes_to_databricks_as_a_json_string(tmp_path: Path) -> None:
+    from formats_util import load_output, round_trip
+
+    from evalcore import convert_file
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(TRACE))
+    convert_file(path, tmp_path / "d.jsonl", to="databricks")
+    (row,) = load_output(tmp_path / "d.jsonl")
+    assert json.loads(row["trace"]) == TRACE
+    assert row["response"] == "Refunded order 9." and row["retrieved_context"][0]["doc_uri"] == "kb/refunds.md"
+    assert round_trip(tmp_path, "databricks", [row]) == [row]

@@ -88,12 +88,34 @@ def test_from_openai_writes_parts_and_call_ids(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
     convert_file(write_jsonl(tmp_path / "o.jsonl", [chat]), out, to="open-responses")
     (trace,) = load_output(out)
+    synthetic = {"id": "", "status": "completed"}  # LatticeFlow's mark of items made, not read
     assert trace["items"] == [
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
-        {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"},
-        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather?"}], **synthetic},
+        {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}", **synthetic},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny", **synthetic},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}], **synthetic},
     ]
+
+
+def test_items_only_file_writes_a_trace_and_ragas_gets_call_ids(tmp_path: Path) -> None:
+    items = tmp_path / "items.json"
+    items.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}]))
+    convert_file(items, tmp_path / "t.jsonl", to="open-responses")
+    (trace,) = load_output(tmp_path / "t.jsonl")
+    assert trace == {"items": [{"type": "message", "role": "user", "content": "hi"}]}
+    row = {
+        "user_input": [
+            {"content": "hi", "type": "human"},
+            {"content": "", "type": "ai", "tool_calls": [{"name": "f", "args": {}}, {"name": "g", "args": {}}]},
+            {"content": "ok", "type": "tool"},
+            {"content": "ok2", "type": "tool"},
+        ]
+    }
+    convert_file(write_jsonl(tmp_path / "r.jsonl", [row]), tmp_path / "o.jsonl", to="open-responses")
+    (trace,) = load_output(tmp_path / "o.jsonl")
+    kinds = [(i["type"], i.get("call_id")) for i in trace["items"]]
+    assert kinds == [("message", None), ("function_call", "call_0"), ("function_call", "call_1"),
+                     ("function_call_output", "call_0"), ("function_call_output", "call_1")]  # fmt: skip
 
 
 def test_missing_call_id_names_the_field(tmp_path: Path) -> None:

@@ -71,3 +71,20 @@ def test_conversions_keep_what_the_target_holds(tmp_path: Path) -> None:
     outputs = [i for i in trace["items"] if i["type"] == "function_call_output"]
     assert [c["call_id"] for c in calls][:2] == [o["call_id"] for o in outputs] == ["call_1", "call_2"]
     assert json.loads(calls[0]["arguments"]) == {"city": "Paris"}
+
+
+def test_calls_without_ids_get_ids_the_api_requires(tmp_path: Path) -> None:
+    row = {
+        "user_input": [
+            {"content": "hi", "type": "human"},
+            {"content": "", "type": "ai", "tool_calls": [{"name": "f", "args": {"a": 1}}, {"name": "g", "args": {}}]},
+            {"content": "ok", "type": "tool"},
+            {"content": "ok2", "type": "tool"},
+        ]
+    }
+    convert_file(write_jsonl(tmp_path / "r.jsonl", [row]), tmp_path / "o.jsonl", to="openai")
+    (chat,) = load_output(tmp_path / "o.jsonl")
+    calls = chat["messages"][1]["tool_calls"]
+    assert [c["id"] for c in calls] == ["call_0", "call_1"]
+    assert calls[0]["function"] == {"name": "f", "arguments": '{"a": 1}'} and calls[0]["type"] == "function"
+    assert [m["tool_call_id"] for m in chat["messages"][2:]] == ["call_0", "call_1"]

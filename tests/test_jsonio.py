@@ -64,3 +64,18 @@ def test_bytes_that_are_not_utf8_are_reported() -> None:
 
 def test_empty_input() -> None:
     assert _records("") == [] and _records("  \n\n") == []
+
+
+def test_nan_infinity_and_big_integers_are_read_as_ragas_writes_them() -> None:
+    text = '{"a": 1}\n{"n": NaN, "i": -Infinity}\n{"big": 18446744073709551616, "s": "12345678901234567890"}\n'
+    records = _records(text)
+    assert [r[2] for r in records] == [None, None, None]
+    nan = records[1][1]
+    assert isinstance(nan, dict) and nan["n"] != nan["n"] and nan["i"] == float("-inf")
+    assert records[2][1] == {"big": 18446744073709551616, "s": "12345678901234567890"}
+    assert jsonio.dumps_compact(records[2][1]) == '{"big":18446744073709551616,"s":"12345678901234567890"}'
+
+
+def test_integers_beyond_64_bits_of_either_sign_stay_exact() -> None:
+    text = '{"a": -9223372036854775809, "b": 18446744073709551615}\n'
+    assert _records(text) == [(1, {"a": -9223372036854775809, "b": 18446744073709551615}, None)]

@@ -144,3 +144,17 @@ def _drop_none(value: object) -> object:
     if isinstance(value, list):
         return [_drop_none(v) for v in value]
     return value
+
+
+def test_ragas_rows_with_nan_and_big_integers_come_back_unchanged(tmp_path: Path) -> None:
+    lines = [
+        '{"user_input": [{"content": "a", "type": "human"}]}',
+        '{"user_input": [{"content": "a", "type": "ai", "tool_calls": [{"name": "t", "args": {"x": NaN}}]}]}',
+        '{"user_input": [{"content": "a", "type": "ai", "tool_calls": [{"name": "t", "args": {"id": 1%s}}]}]}'
+        % ("8" * 20),
+    ]
+    source = tmp_path / "r.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    report = convert_file(source, tmp_path / "o.jsonl", to="ragas")
+    assert report.errors == 0
+    assert (tmp_path / "o.jsonl").read_text() == source.read_text()

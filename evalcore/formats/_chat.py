@@ -94,8 +94,13 @@ def _call_in(value: Any, field: str, ns: str) -> dict[str, Any]:
     return call
 
 
-def chat_message_out(message: Message) -> dict[str, Any]:
-    """One canonical message as an OpenAI chat message."""
+def chat_message_out(message: Message, ids: tuple[dict[int, str], dict[int, str]] | None = None) -> dict[str, Any]:
+    """One canonical message as an OpenAI chat message.
+
+    ``ids`` (from :func:`evalcore.schema.call_ids`) fills in call ids the session lacks,
+    which the chat-completions API requires.
+    """
+    calls_ids, result_ids = ids or ({}, {})
     extras = dict(message.metadata.get(NS) or {})
     out: dict[str, Any] = {"role": extras.pop("role", message.role)}
     content = message.content
@@ -108,9 +113,12 @@ def chat_message_out(message: Message) -> dict[str, Any]:
     if message.reasoning is not None:
         out["reasoning_content"] = message.reasoning
     if message.tool_calls is not None:
-        out["tool_calls"] = [_call_out(c.id, c.name, c.args, c.metadata.get(NS)) for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        out["tool_call_id"] = message.tool_call_id
+        out["tool_calls"] = [
+            _call_out(c.id or calls_ids.get(id(c)), c.name, c.args, c.metadata.get(NS)) for c in message.tool_calls
+        ]
+    tool_call_id = message.tool_call_id or result_ids.get(id(message))
+    if tool_call_id is not None:
+        out["tool_call_id"] = tool_call_id
     extras.pop("name_key", None)
     out.update(extras)
     return out

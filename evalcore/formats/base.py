@@ -62,6 +62,10 @@ class Format:
         """Serialise one written value as one line."""
         return dumps_compact(value)
 
+    def write_lines(self, session: Session) -> list[str]:
+        """``session`` serialised: one string per written value."""
+        return [self.dumps(value) for value in self.write(session)]
+
 
 _REGISTRY: dict[str, Format] = {}
 

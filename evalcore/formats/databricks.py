@@ -22,7 +22,7 @@ from evalcore.schema import ContextChunk, Message, Session
 
 NS = "databricks"
 _EXPECTATIONS = ("expected_response", "expected_facts", "guidelines", "expected_retrieved_context")
-_HANDLED = {"request_id", "request", "response", "retrieved_context", "trace", "tags", *_EXPECTATIONS}
+_HANDLED = {"request_id", "request", "response", "retrieved_context", "trace", "tags", "goal", *_EXPECTATIONS}
 
 
 @register
@@ -58,6 +58,10 @@ class DatabricksFormat(Format):
             data["session_id"] = str(row["request_id"])
         if row.get("trace") is not None:
             data["trace"] = row["trace"]
+            if not isinstance(row["trace"], str):
+                meta["trace_object"] = True  # written back as it came, not as the usual JSON string
+        if row.get("goal") is not None:
+            data["goal"] = expect_str(row["goal"], "goal")
         messages: list[dict[str, Any]] = []
         if "request" in row:
             messages, meta["request"] = _request_in(row["request"], "inputs" if meta.get("mlflow3") else "request")
@@ -106,7 +110,10 @@ class DatabricksFormat(Format):
         if session.retrieved_context is not None:
             row["retrieved_context"] = _chunks_out(session.retrieved_context)
         if session.trace is not None:
-            row["trace"] = session.trace
+            keep = isinstance(session.trace, str) or meta.get("trace_object")
+            row["trace"] = session.trace if keep else json.dumps(session.trace, ensure_ascii=False)
+        if session.goal is not None:
+            row["goal"] = session.goal
         tags = _tags_out(session, meta)
         if tags is not None:
             row["tags"] = tags

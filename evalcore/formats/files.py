@@ -60,7 +60,8 @@ def read(
     def finish(line: int, session: Session) -> ReadResult:
         nonlocal position
         assert chosen is not None
-        session.provenance = Provenance(source=source, format=chosen.name, line=line, position=position)
+        # Known-good values: built without validation (this runs once per session read).
+        session.provenance = Provenance.model_construct(source=source, format=chosen.name, line=line, position=position)
         position += 1
         return ReadResult(line, position - 1, session, validate_session(session) if validate else [])
 
@@ -134,7 +135,7 @@ class SessionWriter:
 
     def write(self, session: Session) -> None:
         """Write one session (one or more values)."""
-        texts = [self.format.dumps(value) for value in self.format.write(session)]
+        texts = self.format.write_lines(session)
         for text in texts:  # all serialised first, so a failure writes nothing
             if self.array:
                 self.stream.write(("[\n" if self.count == 0 else ",\n") + text)

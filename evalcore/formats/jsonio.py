@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import orjson
 
-__all__ = ["RawRecord", "dumps_compact", "iter_records"]
+__all__ = ["RawRecord", "dumps_compact", "iter_records", "loads"]
 
 _CHUNK = 1 << 16
 _decoder = json.JSONDecoder()
@@ -33,9 +33,36 @@ class RawRecord:
     error: str | None = None
 
 
+# orjson turns integers beyond 64 bits into floats: text with a run of 19 digits goes to the
+# stdlib parser. (Mapping every digit to 9 and searching is 3x faster than a regex.)
+_DIGITS_TO_NINE = str.maketrans("0123456789", "9999999999")
+_NINETEEN = "9" * 19
+
+
+def loads(text: str) -> Any:
+    """Parse one JSON value: orjson, or the stdlib where orjson would refuse or change the data.
+
+    The stdlib accepts ``NaN`` and ``Infinity`` (which ragas writes) and keeps big integers exact.
+    """
+    if _NINETEEN not in text.translate(_DIGITS_TO_NINE):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    if _BAD_BYTES.search(text):
+        raise json.JSONDecodeError(_NOT_UTF8, text, 0)
+    return json.loads(text)
+
+
 def dumps_compact(value: Any) -> str:
-    """Serialise ``value`` as compact JSON (non-ASCII kept as is)."""
-    return orjson.dumps(value).decode()
+    """Serialise ``value`` as compact JSON (non-ASCII kept as is).
+
+    JSON has no NaN or Infinity: they are written as null, as orjson does.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # an integer beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def iter_records(stream: IO[str]) -> Iterator[RawRecord]:
@@ -88,8 +115,8 @@ def _starts_document(stream: IO[str], text: str, start: int) -> tuple[bool, str]
 
 def _is_whole_value(text: str) -> bool:
     try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
+        loads(text)
+    except json.JSONDecodeError:
         return False
     return True
 
@@ -117,8 +144,8 @@ def _parse_line(text: str, number: int) -> RawRecord | None:
     if not text.strip():
         return None
     try:
-        return RawRecord(number, orjson.loads(text))
-    except orjson.JSONDecodeError as exc:
+        return RawRecord(number, loads(text))
+    except json.JSONDecodeError as exc:
         if _BAD_BYTES.search(text):
             return RawRecord(number, error=_NOT_UTF8)
         return RawRecord(number, error=f"not valid JSON ({_short(exc)})")

@@ -81,6 +81,11 @@ def session_fields_from_trace(trace: dict[str, Any]) -> dict[str, Any]:
     trace_id = info.get("trace_id") or info.get("request_id")
     if trace_id is not None:
         data["session_id"] = str(trace_id)
+    tags = info.get("tags")
+    if isinstance(tags, dict):
+        data["tags"] = [
+            k if v in ("true", True) else f"{k}={v}" for k, v in tags.items() if not k.startswith("mlflow.")
+        ]
     data["messages"] = _messages(root, spans)
     context = _retrieved(spans)
     if context is not None:
@@ -92,6 +97,9 @@ def session_fields_from_trace(trace: dict[str, Any]) -> dict[str, Any]:
     usage = _usage(spans)
     if usage:
         meta["usage"] = usage
+    trace_meta = info.get("trace_metadata") or info.get("request_metadata") or {}
+    if isinstance(trace_meta, dict) and isinstance(trace_meta.get("mlflow.trace.session"), str):
+        meta["conversation_id"] = trace_meta["mlflow.trace.session"]
     models = [m for s in spans if isinstance(m := _attr(s, "mlflow.llm.model"), str)]
     if models:
         meta["model"] = models[-1]

@@ -16,7 +16,8 @@ from typing import Any
 from evalcore.errors import RecordError
 from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args
 from evalcore.formats.base import Format, Reader, register
-from evalcore.schema import Message, Session, block_text, link_tool_results
+from evalcore.schema import Message, Session, block_text
+from evalcore.schema import call_ids as session_call_ids
 
 NS = "open_responses"
 ITEM_TYPES = {
@@ -57,6 +58,7 @@ class OpenResponsesFormat(Format):
     def write(self, session: Session) -> Iterable[Any]:
         extras = dict(session.metadata.get(NS) or {})
         items = _items_out(session, extras.pop("trailing", []))
+        extras.pop("items_only", None)
         if extras.pop("bare", False):
             return [items]
         trace: dict[str, Any] = {"items": items}
@@ -214,14 +216,12 @@ def _keep(message: dict[str, Any], item: dict[str, Any], handled: tuple[str, ...
         message["metadata"] = {NS: extras}
 
 
+# Items made here rather than read: LatticeFlow marks them with an empty id, completed.
+_SYNTHETIC = {"id": "", "status": "completed"}
+
+
 def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
-    call_ids: dict[int, str] = {}
-    result_ids: dict[int, str] = {}
-    for n, (call, result) in enumerate(link_tool_results(session.messages)):
-        call_id = call.id or f"call_{n}"
-        call_ids[id(call)] = call_id
-        if result is not None:
-            result_ids[id(result)] = call_id
+    call_ids, result_ids = session_call_ids(session.messages)
     items: list[Any] = []
     for message in session.messages:
         meta = message.metadata.get(NS) or {}
@@ -232,7 +232,8 @@ def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
             item: dict[str, Any] = {"type": "function_call_output"}
             item["call_id"] = message.tool_call_id or result_ids.get(id(message), "")
             item["output"] = message.content if message.content is not None else ""
-            items.append(item | {k: v for k, v in meta.items() if k != "before"})
+            kept = {k: v for k, v in meta.items() if k != "before"}
+            items.append(item | (kept if NS in message.metadata else _SYNTHETIC))
         else:
             items.extend(_assistant_or_message_out(message, meta, call_ids))
     return items + trailing
@@ -251,15 +252,17 @@ def _assistant_or_message_out(message: Message, meta: dict[str, Any], call_ids: 
             items.append(raw)
         else:
             items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": message.reasoning}]})
-    if message.content is not None or (message.reasoning is None and not message.tool_calls):
-        extras = dict(meta.get("message") or {})
+    from_here = "message" in meta
+    empty = message.content is None or (message.content == "" and not from_here)
+    if not empty or (message.reasoning is None and not message.tool_calls):
+        extras: dict[str, Any] = dict(meta["message"]) if from_here else dict(_SYNTHETIC)
         no_type = extras.pop("no_type", False)
         role = extras.pop("role", message.role)
         item = {} if no_type else {"type": "message"}
-        item |= {"role": role, "content": _content_out(message, from_here="message" in meta)}
+        item |= {"role": role, "content": _content_out(message, from_here=from_here)}
         items.append(item | extras)
     for call in message.calls:
-        extras = dict(call.metadata.get(NS) or {})
+        extras = dict(call.metadata[NS]) if NS in call.metadata else dict(_SYNTHETIC)
         raw = extras.pop("arguments", None)
         item = {"type": "function_call", "call_id": call_ids[id(call)], "name": call.name,
                 "arguments": dump_args(call.args, raw)}  # fmt: skip

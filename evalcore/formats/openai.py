@@ -8,7 +8,7 @@ from typing import Any
 from evalcore.formats._chat import chat_message_out, chat_messages_in
 from evalcore.formats._records import build_session, expect_dict
 from evalcore.formats.base import Format, register
-from evalcore.schema import Session
+from evalcore.schema import Session, call_ids
 
 
 def _looks_like_chat(messages: Any) -> bool:
@@ -44,7 +44,8 @@ class OpenAIFormat(Format):
         return build_session(data)
 
     def write(self, session: Session) -> Iterable[Any]:
-        messages = [chat_message_out(m) for m in session.messages]
+        ids = call_ids(session.messages)
+        messages = [chat_message_out(m, ids) for m in session.messages]
         extras = dict(session.metadata.get("openai") or {})
         if extras.pop("bare", False):
             return [messages]

@@ -34,6 +34,18 @@ class RagasFormat(Format):
         return isinstance(value, dict) and isinstance(value.get("user_input"), list)
 
     def parse(self, value: Any) -> Session:
+        try:
+            data = _fast_data(value)
+        except Exception:  # anything unusual: the careful path below names the bad field
+            data = None
+        if data is not None:
+            try:
+                return build_session(data)
+            except RecordError:
+                pass
+        return self._parse_carefully(value)
+
+    def _parse_carefully(self, value: Any) -> Session:
         row = expect_dict(value, "record")
         if "user_input" not in row:
             raise RecordError("missing (a MultiTurnSample needs its messages)", "user_input")
@@ -73,6 +85,33 @@ class RagasFormat(Format):
 
     def dumps(self, value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
+
+
+def _fast_data(row: dict[str, Any]) -> dict[str, Any] | None:
+    """Canonical data for a well-formed row, with no per-field checks (most rows are well-formed)."""
+    messages = []
+    for m in row["user_input"]:
+        kind = m["type"]
+        content = m["content"]
+        if type(content) is not str:
+            return None
+        out: dict[str, Any] = {"role": _TYPES[kind], "content": content}
+        if (meta := m.get("metadata")) is not None:
+            out["metadata"] = {"ragas": meta}
+        if kind == "ai" and (calls := m.get("tool_calls")) is not None:
+            out["tool_calls"] = [{"name": c["name"], "args": c.get("args", {})} for c in calls]
+        messages.append(out)
+    data: dict[str, Any] = {"messages": messages}
+    for key in ("reference", "rubrics", "reference_topics"):
+        if (item := row.get(key)) is not None:
+            data[key] = item
+    if (calls := row.get("reference_tool_calls")) is not None:
+        data["reference_tool_calls"] = [{"name": c["name"], "args": c.get("args", {})} for c in calls]
+    if len(row) > len(data):
+        extras = {k: v for k, v in row.items() if k not in _FIELDS}
+        if extras:
+            data["metadata"] = {"ragas": extras}
+    return data
 
 
 def _message_in(value: Any, field: str) -> dict[str, Any]:

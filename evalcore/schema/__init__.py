@@ -10,6 +10,7 @@ from evalcore.schema.session import (
     Status,
     Turn,
     TurnTruth,
+    call_ids,
     link_tool_results,
 )
 from evalcore.schema.validation import Problem, resolve_weights, validate_session
@@ -29,6 +30,7 @@ __all__ = [
     "Turn",
     "TurnTruth",
     "block_text",
+    "call_ids",
     "link_tool_results",
     "resolve_weights",
     "validate_session",

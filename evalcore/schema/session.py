@@ -163,6 +163,22 @@ class Turn:
         return link_tool_results(self.messages)
 
 
+def call_ids(messages: list[Message]) -> tuple[dict[int, str], dict[int, str]]:
+    """Ids for writers whose format needs them: each call's id, or ``call_N`` when it has none.
+
+    Returns two maps keyed by ``id()`` of the objects: calls to their id, and tool
+    messages to the id of the call they answer.
+    """
+    for_calls: dict[int, str] = {}
+    for_results: dict[int, str] = {}
+    for n, (call, result) in enumerate(link_tool_results(messages)):
+        call_id = call.id or f"call_{n}"
+        for_calls[id(call)] = call_id
+        if result is not None:
+            for_results[id(result)] = result.tool_call_id or call_id
+    return for_calls, for_results
+
+
 def link_tool_results(messages: list[Message]) -> list[tuple[ToolCall, Message | None]]:
     """Pair every tool call with its tool message: by ``tool_call_id``, else first-in first-out."""
     pairs: list[tuple[ToolCall, Message | None]] = []

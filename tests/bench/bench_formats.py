@@ -14,7 +14,7 @@ Run with ``make bench`` or ``.venv/bin/python tests/bench/bench_formats.py`` (ab
 - Each time is the best of 3 repetitions.
 - Peak memory: converts 20,000 and 100,000 sessions, each in a fresh process, and compares the
   peak of the Python heap during the conversion (tracemalloc): streaming keeps it flat. The
-  process' peak RSS is shown too, but importing evalcore (pydantic, orjson) dominates it.
+  process' RSS is shown too.
 
 Target: evalcore's ragas -> evalcore conversion is at least 3x faster than ragas loading the same
 file. The exit code is 0 whether the target is met or not (this is a benchmark, not a test); it is
@@ -50,14 +50,32 @@ TARGET = 3.0  # ragas load time / evalcore convert time
 TARGETS = ("evalcore", "ragas", "openai")  # the first one is the target operation
 MARK = "BENCH_RESULT "
 
+# Put before every script run in a subprocess: how it hands back its result, and its memory in kB,
+# "VmRSS" (now) or "VmHWM" (peak), from /proc (ru_maxrss is no use: a child starts with its
+# parent's peak on Linux).
+PRELUDE = f"""
+import json
+
+def result(**values):
+    print({MARK!r} + json.dumps(values))
+
+def rss_kb(field):
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith(field + ":"))
+    except OSError:  # not Linux: the peak so far (kB on Linux, bytes on macOS)
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
 # Run by the ragas venv's python: imports first, then times from_jsonl alone.
-RAGAS_LOAD = f"""
-import gc, json, resource, sys, time
+RAGAS_LOAD = """
+import gc, sys, time
 import ragas
 from ragas import EvaluationDataset
 
 path, repeat = sys.argv[1], int(sys.argv[2])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = rss_kb("VmRSS")
 times = []
 for _ in range(repeat):
     gc.collect()
@@ -66,25 +84,36 @@ for _ in range(repeat):
     times.append(time.perf_counter() - start)
     samples, multi_turn = len(dataset), dataset.is_multi_turn()
     del dataset
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print({MARK!r} + json.dumps({{"times": times, "samples": samples, "multi_turn": multi_turn,
-      "rss_growth_kb": peak - before, "version": ragas.__version__}}))
+result(times=times, samples=samples, multi_turn=multi_turn, rss_growth_kb=rss_kb("VmHWM") - before,
+       version=ragas.__version__)
 """
 
-# Run by this python in a fresh process: the peak memory of one conversion, as the peak of the
-# Python heap during it (tracemalloc, exact) and the process' peak RSS (coarse: import dominates).
-EVALCORE_MEMORY = f"""
-import json, resource, sys, tracemalloc
+# Run by this python in a fresh process: the peak memory of one conversion.
+EVALCORE_MEMORY = """
+import sys, tracemalloc
 import evalcore
 
-after_import = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after_import = rss_kb("VmRSS")
 tracemalloc.start()
 report = evalcore.convert_file(sys.argv[1], sys.argv[2], to=sys.argv[3])
 heap_peak = tracemalloc.get_traced_memory()[1]
 tracemalloc.stop()
-print({MARK!r} + json.dumps({{"sessions": report.sessions, "errors": report.errors, "heap_peak": heap_peak,
-      "rss_after_import_kb": after_import, "rss_peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+result(sessions=report.sessions, errors=report.errors, heap_peak=heap_peak, rss_after_import_kb=after_import,
+       rss_peak_kb=rss_kb("VmHWM"))
 """
+
+
+def run_script(python: Path | str, script: str, *args: str, **env: str) -> dict[str, Any]:
+    """Run ``script`` in a fresh ``python``; return the result it printed."""
+    command = [str(python), "-c", PRELUDE + script, *args]
+    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **env})
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: {python} failed:\n{proc.stderr[-3000:]}")
+    for line in reversed(proc.stdout.splitlines()):  # libraries may print other lines
+        if line.startswith(MARK):
+            values: dict[str, Any] = json.loads(line[len(MARK) :])
+            return values
+    raise SystemExit(f"bench: {python} printed no result:\n{proc.stdout[-3000:]}")
 
 
 def build_ragas_file(path: Path, sessions: int) -> int:
@@ -106,13 +135,23 @@ def build_ragas_file(path: Path, sessions: int) -> int:
     return path.stat().st_size
 
 
-def last_result(stdout: str) -> dict[str, Any]:
-    """The JSON a subprocess printed after ``MARK`` (libraries may print other lines)."""
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(MARK):
-            result: dict[str, Any] = json.loads(line[len(MARK) :])
-            return result
-    raise RuntimeError("no result printed")
+def ensure_ragas_env() -> str | None:
+    """Make the ragas venv if it is missing; return why it is unusable, or None."""
+    if RAGAS_PYTHON.exists() and (RAGAS_VENV / ".installed").exists():
+        return None
+    setup = SETUP.relative_to(ROOT)
+    print(f"ragas env missing: running {setup} (one-off, about a minute)...", flush=True)
+    if subprocess.run(["bash", str(SETUP)], cwd=ROOT).returncode != 0:
+        return f"{setup} failed; run it by hand from {ROOT}, then rerun the benchmark"
+    return None
+
+
+def time_ragas(src: Path) -> dict[str, Any]:
+    """ragas' from_jsonl timings, measured in the ragas venv; checks it read every session."""
+    result = run_script(RAGAS_PYTHON, RAGAS_LOAD, str(src), str(REPEAT), RAGAS_DO_NOT_TRACK="true")
+    if result["samples"] != SESSIONS or not result["multi_turn"]:
+        raise SystemExit(f"bench: ragas read {result['samples']} samples, not {SESSIONS} multi-turn ones")
+    return result
 
 
 def time_evalcore(src: Path, dst: Path, to: str) -> float:
@@ -128,40 +167,11 @@ def time_evalcore(src: Path, dst: Path, to: str) -> float:
     return min(times)
 
 
-def ensure_ragas_env() -> str | None:
-    """Make the ragas venv if it is missing; return why it is unusable, or None."""
-    if RAGAS_PYTHON.exists() and (RAGAS_VENV / ".installed").exists():
-        return None
-    print(f"ragas env missing: running {SETUP.relative_to(ROOT)} (one-off, a minute or two)...", flush=True)
-    if subprocess.run(["bash", str(SETUP)], cwd=ROOT).returncode != 0:
-        return f"{SETUP.relative_to(ROOT)} failed; run it by hand from {ROOT} and rerun the benchmark"
-    return None
-
-
-def time_ragas(src: Path) -> dict[str, Any]:
-    """ragas' from_jsonl timings, measured in the ragas venv."""
-    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    proc = subprocess.run(
-        [str(RAGAS_PYTHON), "-c", RAGAS_LOAD, str(src), str(REPEAT)], capture_output=True, text=True, env=env
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"bench: ragas failed to load the file:\n{proc.stderr[-3000:]}")
-    result = last_result(proc.stdout)
-    if result["samples"] != SESSIONS or not result["multi_turn"]:
-        raise SystemExit(f"bench: ragas read {result['samples']} samples, not {SESSIONS} multi-turn ones")
-    return result
-
-
 def measure_memory(tmp: Path, sessions: int) -> dict[str, Any]:
-    """Peak RSS growth of converting ``sessions`` ragas -> evalcore in a fresh process."""
+    """Peak memory of converting ``sessions`` ragas -> evalcore in a fresh process."""
     src, dst = tmp / f"mem-{sessions}.ragas.jsonl", tmp / f"mem-{sessions}.evalcore.jsonl"
     size = build_ragas_file(src, sessions)
-    proc = subprocess.run(
-        [sys.executable, "-c", EVALCORE_MEMORY, str(src), str(dst), "evalcore"], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"bench: evalcore conversion failed:\n{proc.stderr[-3000:]}")
-    result = last_result(proc.stdout)
+    result = run_script(sys.executable, EVALCORE_MEMORY, str(src), str(dst), "evalcore")
     if result["sessions"] != sessions or result["errors"]:
         raise SystemExit(f"bench: converted {result['sessions']} of {sessions} sessions, {result['errors']} errors")
     src.unlink()
@@ -175,8 +185,52 @@ def measure_memory(tmp: Path, sessions: int) -> dict[str, Any]:
     }
 
 
-def row(operation: str, seconds: float, ratio: str, verdict: str = "") -> str:
-    return f"{operation:<42} {seconds:>8.3f} {SESSIONS / seconds:>12,.0f} {ratio:>16}  {verdict}"
+def print_speed(evalcore_times: dict[str, float], ragas: dict[str, Any] | None, problem: str | None) -> None:
+    def row(operation: str, seconds: float, ratio: str, verdict: str = "") -> None:
+        print(f"{operation:<42} {seconds:>8.3f} {SESSIONS / seconds:>12,.0f} {ratio:>18}  {verdict}".rstrip())
+
+    print(f"{'operation':<42} {'seconds':>8} {'sessions/s':>12} {'ragas load / this':>18}  vs target {TARGET:g}x")
+    ragas_seconds = min(ragas["times"]) if ragas else 0.0
+    if ragas:
+        row(f"ragas {ragas['version']} EvaluationDataset.from_jsonl", ragas_seconds, "(baseline)")
+    for to, seconds in evalcore_times.items():
+        ratio = ragas_seconds / seconds
+        if ragas:
+            row(f"evalcore convert ragas -> {to}", seconds, f"{ratio:.2f}x", "PASS" if ratio >= TARGET else "FAIL")
+        else:
+            row(f"evalcore convert ragas -> {to}", seconds, "n/a")
+
+    to = TARGETS[0]
+    print(f"\nTarget: evalcore convert (ragas -> {to}) at least {TARGET:g}x faster than ragas merely loads the file.")
+    if ragas:
+        ratio = ragas_seconds / evalcore_times[to]
+        print(
+            f"Result: {'PASS' if ratio >= TARGET else 'FAIL'} ({ratio:.2f}x: "
+            f"{evalcore_times[to]:.3f}s against ragas' {ragas_seconds:.3f}s)"
+        )
+    else:
+        print(f"Result: NOT MEASURED ({problem})")
+
+
+def print_memory(memory: list[dict[str, Any]], ragas: dict[str, Any] | None) -> None:
+    print("\nPeak memory of evalcore convert ragas -> evalcore (a fresh process each; start = after import)")
+    print(f"{'sessions':>10} {'file MB':>9} {'peak Python heap MB':>20} {'RSS at start MB':>16} {'peak RSS MB':>12}")
+    for m in memory:
+        print(
+            f"{m['sessions']:>10,} {m['mb']:>9.1f} {m['heap_mb']:>20.2f} {m['rss_import_mb']:>16.1f}"
+            f" {m['rss_peak_mb']:>12.1f}"
+        )
+    small, large = memory[0], memory[-1]
+    ratio = large["heap_mb"] / small["heap_mb"]
+    print(
+        f"{large['sessions'] / small['sessions']:g}x the sessions ({large['mb'] / small['mb']:.1f}x the data) -> "
+        f"{ratio:.2f}x the peak heap (target < 2x): {'PASS, constant memory' if ratio < 2 else 'FAIL, memory grows'}"
+    )
+    if ragas:
+        print(
+            f"(for scale: ragas from_jsonl of {SESSIONS:,} sessions grows its RSS by "
+            f"{ragas['rss_growth_kb'] / 1024:.0f} MB: it holds the whole dataset)"
+        )
 
 
 def main() -> int:
@@ -193,56 +247,14 @@ def main() -> int:
             f"{os.cpu_count()} CPUs | {SESSIONS:,} ragas sessions ({size / 1e6:.1f} MB) | best of {REPEAT}\n",
             flush=True,
         )
-
-        ragas: dict[str, Any] | None = None
-        if problem is None:
-            ragas = time_ragas(src)
+        ragas = time_ragas(src) if problem is None else None
         evalcore_times = {to: time_evalcore(src, tmp / f"out.{to}.jsonl", to) for to in TARGETS}
         identical = filecmp.cmp(src, tmp / "out.ragas.jsonl", shallow=False)
         memory = [measure_memory(tmp, n) for n in MEMORY_SESSIONS]
 
-    print(f"{'operation':<42} {'seconds':>8} {'sessions/s':>12} {'ragas / evalcore':>16}  target >= {TARGET:g}x")
-    ragas_seconds = min(ragas["times"]) if ragas else None
-    if ragas and ragas_seconds:
-        print(row(f"ragas {ragas['version']} EvaluationDataset.from_jsonl", ragas_seconds, "(baseline)"))
-    verdicts = {}
-    for to, seconds in evalcore_times.items():
-        if ragas_seconds:
-            ratio = ragas_seconds / seconds
-            verdicts[to] = ("PASS" if ratio >= TARGET else "FAIL", ratio)
-            print(row(f"evalcore convert ragas -> {to}", seconds, f"{ratio:.2f}x", verdicts[to][0]))
-        else:
-            print(row(f"evalcore convert ragas -> {to}", seconds, "n/a"))
-    print(f"\nragas -> ragas output byte-identical to its input: {'yes' if identical else 'NO'}")
-
-    print("\nTarget: evalcore convert (ragas -> evalcore) at least 3x faster than ragas merely loads the same file.")
-    if ragas_seconds:
-        verdict, ratio = verdicts[TARGETS[0]]
-        print(f"Result: {verdict} ({ratio:.2f}x: {evalcore_times[TARGETS[0]]:.3f}s against {ragas_seconds:.3f}s)")
-    else:
-        print(f"Result: NOT MEASURED ({problem})")
-
-    print("\nPeak memory of evalcore convert ragas -> evalcore (a fresh process each)")
-    print(f"{'sessions':>10} {'file MB':>9} {'peak Python heap MB':>20} {'RSS after import MB':>19} {'peak RSS MB':>12}")
-    for m in memory:
-        print(
-            f"{m['sessions']:>10,} {m['mb']:>9.1f} {m['heap_mb']:>20.2f} {m['rss_import_mb']:>19.1f}"
-            f" {m['rss_peak_mb']:>12.1f}"
-        )
-    small, large = memory
-    data_ratio = large["mb"] / small["mb"]
-    memory_ratio = large["heap_mb"] / small["heap_mb"]
-    flat = memory_ratio < 2.0
-    print(
-        f"{large['sessions'] // small['sessions']}x the sessions ({data_ratio:.1f}x the data) -> "
-        f"{memory_ratio:.2f}x the peak heap: {'PASS, constant memory (streams)' if flat else 'FAIL, memory grows'}"
-        " [target: < 2x; proportional would be 5x]"
-    )
-    if ragas:
-        print(
-            f"(for scale: ragas from_jsonl of {SESSIONS:,} sessions grows peak RSS by "
-            f"{ragas['rss_growth_kb'] / 1024:.0f} MB, as it holds the whole dataset)"
-        )
+    print_speed(evalcore_times, ragas, problem)
+    print(f"ragas -> ragas output byte-identical to its input: {'yes' if identical else 'NO'}")
+    print_memory(memory, ragas)
     return 0
 
 

@@ -36,7 +36,7 @@ elif installed; then
     exit 0
 fi
 
-echo "creating $VENV with ${REQUIREMENTS[*]} (a few minutes the first time)..."
+echo "creating $VENV with ${REQUIREMENTS[*]} (about a minute the first time)..."
 mkdir -p .bench
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
