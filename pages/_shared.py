@@ -53,4 +53,4 @@ def render_session(session: Session) -> None:
     )  # fmt: skip
     if truth:
         st.subheader("Ground truth")
-        st.json(truth, expanded=False)
+        st.json(truth, expanded=2)
