@@ -6,9 +6,13 @@ Every message is written to be shown to a reviewer as it is::
     ├── UsageError                a bad argument or option from the caller
     ├── RegistryError
     │   └── UnknownNameError      a format or metric name nobody registered
-    └── ConversionError           reading or writing a record failed
-        ├── FormatDetectionError  no format recognised the input
-        └── RecordError           one bad record: ``.field`` names the field
+    ├── ConversionError           reading or writing a record failed
+    │   ├── FormatDetectionError  no format recognised the input
+    │   └── RecordError           one bad record: ``.field`` names the field
+    └── StoreError                the store refused or failed an operation
+        ├── NotFoundError         no such dataset, session or edit
+        ├── ConflictError         a save based on a stale version: names who changed what
+        └── SchemaVersionError    the database is newer than this evalcore
 
 Batch operations never raise for one bad record: they report a ``Problem``
 (see :mod:`evalcore.schema.validation`) and carry on.
@@ -17,11 +21,15 @@ Batch operations never raise for one bad record: they report a ``Problem``
 from __future__ import annotations
 
 __all__ = [
+    "ConflictError",
     "ConversionError",
     "EvalcoreError",
     "FormatDetectionError",
+    "NotFoundError",
     "RecordError",
     "RegistryError",
+    "SchemaVersionError",
+    "StoreError",
     "UnknownNameError",
     "UsageError",
 ]
@@ -64,3 +72,23 @@ class RecordError(ConversionError):
         self.field = field
         self.reason = message
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class StoreError(EvalcoreError):
+    """The store refused or failed an operation."""
+
+
+class NotFoundError(StoreError, LookupError):
+    """No such dataset, session or edit."""
+
+
+class ConflictError(StoreError):
+    """A save was based on a version someone else has changed since; nothing was written."""
+
+    def __init__(self, message: str, current_version: int) -> None:
+        self.current_version = current_version
+        super().__init__(message)
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer evalcore."""

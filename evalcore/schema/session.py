@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -95,6 +94,10 @@ class Session(BaseModel):
     trace: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    def n_turns(self) -> int:
+        """The number of turns (user messages)."""
+        return sum(1 for m in self.messages if m.role == "user")
+
     def split_turns(self) -> list[Turn]:
         """Cut the messages into turns: each opens at a user message and runs to the next one.
 
@@ -107,8 +110,8 @@ class Session(BaseModel):
             if message.role == "user":
                 current = [message]
                 index = len(turns)
-                truth = self.turns[index] if index < len(self.turns) else TurnTruth()
-                turns.append(Turn(index=index, messages=current, truth=truth))
+                truth = self.turns[index] if index < len(self.turns) else None
+                turns.append(Turn(index, current, truth))
             elif current is not None:
                 current.append(message)
         return turns
@@ -132,13 +135,25 @@ class Session(BaseModel):
         return None
 
 
-@dataclass
 class Turn:
     """A view over one turn of a session: the user message, what followed, its ground truth."""
 
-    index: int
-    messages: list[Message]
-    truth: TurnTruth
+    __slots__ = ("_truth", "index", "messages")
+
+    def __init__(self, index: int, messages: list[Message], truth: TurnTruth | None = None) -> None:
+        self.index = index
+        self.messages = messages
+        self._truth = truth
+
+    def __repr__(self) -> str:
+        return f"Turn(index={self.index}, messages={len(self.messages)}, truth={self._truth!r})"
+
+    @property
+    def truth(self) -> TurnTruth:
+        """The turn's ground truth (empty when the session has none for it)."""
+        if self._truth is None:
+            self._truth = TurnTruth()
+        return self._truth
 
     @property
     def query(self) -> str:

@@ -196,7 +196,8 @@ def print_speed(evalcore_times: dict[str, float], ragas: dict[str, Any] | None, 
     for to, seconds in evalcore_times.items():
         ratio = ragas_seconds / seconds
         if ragas:
-            row(f"evalcore convert ragas -> {to}", seconds, f"{ratio:.2f}x", "PASS" if ratio >= TARGET else "FAIL")
+            verdict = ("PASS" if ratio >= TARGET else "FAIL") if to == TARGETS[0] else "(not the target)"
+            row(f"evalcore convert ragas -> {to}", seconds, f"{ratio:.2f}x", verdict)
         else:
             row(f"evalcore convert ragas -> {to}", seconds, "n/a")
 

@@ -1,0 +1,164 @@
+"""The store's schema, as sqlite-utils migrations: each applied once, in order, safe to run twice."""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+__all__ = ["SCHEMA_VERSION", "migrations"]
+
+#: The store's schema version: the number of migrations.
+SCHEMA_VERSION = 1
+
+migrations = Migrations("evalcore")
+
+
+@migrations(name="0001_initial")
+def initial(db: Database) -> None:
+    """Datasets, sessions, edit history, comments, runs, scores, the judge cache, full-text search."""
+    db.execute(
+        """
+        CREATE TABLE datasets (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            description TEXT,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+            key TEXT NOT NULL,
+            session_id TEXT,
+            assistant_id TEXT,
+            title TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'todo',
+            status_by TEXT,
+            status_at TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            n_turns INTEGER NOT NULL DEFAULT 0,
+            n_messages INTEGER NOT NULL DEFAULT 0,
+            n_tool_calls INTEGER NOT NULL DEFAULT 0,
+            source TEXT,
+            format TEXT,
+            position INTEGER,
+            line INTEGER,
+            data TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            n_edits INTEGER NOT NULL DEFAULT 0,
+            version INTEGER NOT NULL DEFAULT 1,
+            search_text TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            updated_by TEXT,
+            UNIQUE (dataset_id, key)
+        )"""
+    )
+    for columns in ("position", "status, position", "assistant_id, position", "session_id", "n_turns", "updated_at"):
+        name = "idx_sessions_" + columns.replace(", ", "_")
+        db.execute(f"CREATE INDEX {name} ON sessions (dataset_id, {columns})")
+    db.execute(
+        """
+        CREATE TABLE session_tags (
+            session_pk INTEGER NOT NULL REFERENCES sessions(id),
+            tag TEXT NOT NULL,
+            PRIMARY KEY (tag, session_pk)
+        ) WITHOUT ROWID"""
+    )
+    db.execute(
+        """
+        CREATE TABLE edits (
+            id INTEGER PRIMARY KEY,
+            session_pk INTEGER NOT NULL REFERENCES sessions(id),
+            turn INTEGER,
+            field TEXT NOT NULL,
+            old TEXT,
+            new TEXT,
+            author TEXT NOT NULL,
+            at TEXT NOT NULL,
+            reason TEXT,
+            version INTEGER NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX idx_edits_session ON edits (session_pk, id)")
+    db.execute(
+        """
+        CREATE TABLE comments (
+            id INTEGER PRIMARY KEY,
+            session_pk INTEGER NOT NULL REFERENCES sessions(id),
+            turn INTEGER,
+            author TEXT NOT NULL,
+            body TEXT NOT NULL,
+            at TEXT NOT NULL
+        )"""
+    )
+    db.execute("CREATE INDEX idx_comments_session ON comments (session_pk, id)")
+    db.execute(
+        """
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+            metrics TEXT NOT NULL,
+            params TEXT NOT NULL DEFAULT '{}',
+            judge_model TEXT,
+            status TEXT NOT NULL DEFAULT 'running',
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            n_items INTEGER NOT NULL DEFAULT 0,
+            n_done INTEGER NOT NULL DEFAULT 0,
+            n_failed INTEGER NOT NULL DEFAULT 0,
+            n_not_applicable INTEGER NOT NULL DEFAULT 0
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE scores (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            session_pk INTEGER NOT NULL REFERENCES sessions(id),
+            turn INTEGER NOT NULL DEFAULT -1,
+            metric TEXT NOT NULL,
+            value REAL,
+            reason TEXT,
+            error TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            cost REAL,
+            latency_ms REAL,
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, session_pk, turn, metric)
+        )"""
+    )
+    db.execute("CREATE INDEX idx_scores_metric ON scores (run_id, metric, value)")
+    db.execute(
+        """
+        CREATE TABLE judge_cache (
+            key TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            request TEXT NOT NULL,
+            response TEXT NOT NULL,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            created_at TEXT NOT NULL
+        )"""
+    )
+    # Full-text search over search_text. Rows enter the index in bulk, right after each import
+    # batch (store/imports.py): an insert trigger would cost 10x as much, row by row.
+    db.execute(
+        "CREATE VIRTUAL TABLE sessions_fts USING fts5(search_text, content='sessions', content_rowid='id', "
+        "tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        """
+        CREATE TRIGGER sessions_fts_update AFTER UPDATE OF search_text ON sessions BEGIN
+            INSERT INTO sessions_fts (sessions_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
+            INSERT INTO sessions_fts (rowid, search_text) VALUES (new.id, new.search_text);
+        END"""
+    )
+    db.execute(
+        """
+        CREATE TRIGGER sessions_fts_delete AFTER DELETE ON sessions BEGIN
+            INSERT INTO sessions_fts (sessions_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
+        END"""
+    )

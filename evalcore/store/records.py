@@ -1,0 +1,105 @@
+"""What the store hands out: plain records, no SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from evalcore.schema import Session
+
+__all__ = [
+    "SESSION_FIELDS",
+    "TURN_FIELDS",
+    "Dataset",
+    "Edit",
+    "SessionSummary",
+    "StoredSession",
+    "now",
+]
+
+#: Session-level fields reviewers edit (besides ``status`` and ``tags``).
+SESSION_FIELDS = (
+    "goal",
+    "reference",
+    "reference_tool_calls",
+    "rubrics",
+    "reference_topics",
+    "expected_facts",
+    "guidelines",
+    "expected_retrieved_context",
+)
+#: Per-turn fields reviewers edit.
+TURN_FIELDS = ("qa_id", "ground_truth", "observation", "weight", "expected_tool_usage")
+
+
+def now() -> str:
+    """The current UTC time as ISO 8601 with microseconds (sorts as text)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A named collection of sessions."""
+
+    id: int
+    name: str
+    description: str | None
+    created_at: str
+    sessions: int = 0
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One entry of a session's append-only history."""
+
+    id: int
+    session_pk: int
+    turn: int | None
+    field: str
+    old: Any
+    new: Any
+    author: str
+    at: str
+    reason: str | None
+    version: int
+
+    @property
+    def where(self) -> str:
+        """The edited field as a reviewer reads it: ``reference`` or ``turns[2].observation``."""
+        return self.field if self.turn is None else f"turns[{self.turn}].{self.field}"
+
+
+@dataclass
+class StoredSession:
+    """A session as stored: its effective content (file data plus reviewers' edits) and bookkeeping."""
+
+    pk: int
+    dataset: str
+    key: str
+    version: int
+    session: Session
+    status_by: str | None = None
+    status_at: str | None = None
+    updated_at: str | None = None
+    updated_by: str | None = None
+    n_edits: int = 0
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One row of a page of sessions."""
+
+    pk: int
+    session_id: str | None
+    assistant_id: str | None
+    title: str
+    status: str
+    tags: list[str] = field(default_factory=list)
+    n_turns: int = 0
+    n_messages: int = 0
+    n_tool_calls: int = 0
+    position: int | None = None
+    version: int = 1
+    updated_at: str | None = None
+    score: float | None = None

@@ -1,0 +1,407 @@
+"""The store: one SQLite file (WAL mode) holding datasets, sessions, their edit history and scores.
+
+This module and its siblings are the only code that speaks SQL. Every save carries the
+version it was based on; a stale one is refused with a ``ConflictError`` naming who
+changed what. Writers wait for each other (busy timeout) instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import ValidationError
+from sqlite_utils import Database
+
+from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.schema import Session, TurnTruth, validate_session
+from evalcore.store.migrations import migrations
+from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, StoredSession, now
+
+__all__ = ["Store", "default_db_path", "search_text"]
+
+_JSON_NULL = "null"
+
+
+def default_db_path() -> str:
+    """``$EVALCORE_DB``, else ``./evalcore.db``."""
+    return os.environ.get("EVALCORE_DB") or "evalcore.db"
+
+
+def search_text(session: Session) -> str:
+    """The text full-text search sees: every message and the ground truth."""
+    parts = [m.text for m in session.messages]
+    parts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
+    parts += [t.ground_truth or "" for t in session.turns] + [t.observation or "" for t in session.turns]
+    return "\n".join(p for p in parts if p)
+
+
+class Store:
+    """A connection to one evalcore database file; creates and migrates it as needed."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = 30.0) -> None:
+        self.path = str(path or default_db_path())
+        conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
+        self.db = Database(conn)
+        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        known = {m.name for m in migrations._migrations}
+        unknown = [m.name for m in migrations.applied(self.db) if m.name not in known]
+        if unknown:
+            raise SchemaVersionError(
+                f"{self.path} was written by a newer evalcore (migrations {', '.join(unknown)}); upgrade evalcore"
+            )
+        if migrations.pending(self.db):
+            try:
+                migrations.apply(self.db)
+            except sqlite3.OperationalError:
+                if migrations.pending(self.db):  # not another process that got there first
+                    raise
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the write lock at once (so it waits, never deadlocks)."""
+        conn = self.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    # -- datasets ---------------------------------------------------------------------------
+
+    def dataset(self, name: str, *, create: bool = False, description: str | None = None) -> Dataset:
+        """The dataset called ``name``; created when ``create`` and missing."""
+        row = self.db.execute(
+            "SELECT id, name, description, created_at FROM datasets WHERE name = ?", [name]
+        ).fetchone()
+        if row is None:
+            if not create:
+                raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.dataset_names()) or 'none'}")
+            with self.write() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO datasets (name, description, created_at) VALUES (?, ?, ?)",
+                    [name, description, now()],
+                )
+            return self.dataset(name)
+        count = self.db.execute("SELECT count(*) FROM sessions WHERE dataset_id = ?", [row[0]]).fetchone()[0]
+        return Dataset(row[0], row[1], row[2], row[3], count)
+
+    def dataset_names(self) -> list[str]:
+        """Every dataset's name, sorted."""
+        return [r[0] for r in self.db.execute("SELECT name FROM datasets ORDER BY name")]
+
+    def datasets(self) -> list[Dataset]:
+        """Every dataset with its number of sessions."""
+        rows = self.db.execute(
+            "SELECT d.id, d.name, d.description, d.created_at, count(s.id) FROM datasets d "
+            "LEFT JOIN sessions s ON s.dataset_id = d.id GROUP BY d.id ORDER BY d.name"
+        ).fetchall()
+        return [Dataset(*row) for row in rows]
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    _COLUMNS = (
+        "s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
+        "s.updated_at, s.updated_by, s.n_edits"
+    )
+
+    def get(self, pk: int) -> StoredSession:
+        """The session stored under ``pk``, with reviewers' edits applied."""
+        row = self.db.execute(
+            f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE s.id = ?", [pk]
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session #{pk}")
+        return self._stored(row)
+
+    def find(self, dataset: str, session_id: str) -> int:
+        """The ``pk`` of the session with ``session_id`` in ``dataset``."""
+        row = self.db.execute(
+            "SELECT s.id FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = ? AND s.session_id = ? "
+            "ORDER BY s.id LIMIT 1",
+            [dataset, session_id],
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r} in dataset {dataset!r}")
+        return int(row[0])
+
+    def pks(self, dataset: str) -> list[int]:
+        """Every session's ``pk`` in ``dataset``, in file order."""
+        ds = self.dataset(dataset)
+        return [
+            r[0] for r in self.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY position, id", [ds.id])
+        ]
+
+    def _stored(self, row: tuple[Any, ...]) -> StoredSession:
+        pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row
+        session = Session.model_validate_json(data)
+        if n_edits:
+            session = _apply(session, self._edits(pk))
+        session.status = status
+        session.tags = json.loads(tags)
+        return StoredSession(pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits)
+
+    def _edits(self, pk: int, *, until: int | None = None) -> list[Edit]:
+        sql = (
+            "SELECT id, session_pk, turn, field, old, new, author, at, reason, version FROM edits WHERE session_pk = ?"
+        )
+        args: list[Any] = [pk]
+        if until is not None:
+            sql += " AND id <= ?"
+            args.append(until)
+        rows = self.db.execute(sql + " ORDER BY id", args).fetchall()
+        return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
+
+    def history(self, pk: int) -> list[Edit]:
+        """Every edit of the session, oldest first."""
+        self.get(pk)  # raises when missing
+        return self._edits(pk)
+
+    def state_at(self, pk: int, edit_id: int) -> Session:
+        """The session as it was right after edit ``edit_id``."""
+        stored = self.get(pk)
+        edits = self._edits(pk, until=edit_id)
+        if not any(e.id == edit_id for e in edits):
+            raise NotFoundError(f"session #{pk} has no edit #{edit_id}")
+        row = self.db.execute("SELECT data FROM sessions WHERE id = ?", [pk]).fetchone()
+        session = _apply(Session.model_validate_json(row[0]), edits)
+        session.status = stored.session.status
+        for edit in edits:
+            if edit.field == "status":
+                session.status = edit.new
+            elif edit.field == "tags":
+                session.tags = edit.new
+        return session
+
+    # -- saving -----------------------------------------------------------------------------
+
+    def save(
+        self,
+        pk: int,
+        changes: dict[str, Any],
+        *,
+        base_version: int,
+        author: str,
+        turn: int | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Save reviewers' changes to the session (``turn`` given: to that turn's ground truth).
+
+        Returns the new version. Refused with ``ConflictError`` when the session changed
+        since ``base_version``, and with ``UsageError`` when a value is invalid; either way
+        nothing is written.
+        """
+        allowed = TURN_FIELDS if turn is not None else (*SESSION_FIELDS, "status", "tags")
+        unknown = [f for f in changes if f not in allowed]
+        if unknown:
+            where = "a turn" if turn is not None else "a session"
+            raise UsageError(f"cannot edit {', '.join(unknown)} of {where}; editable: {', '.join(allowed)}")
+        if not author:
+            raise UsageError("every edit needs an author")
+        with self.write() as conn:
+            row = conn.execute(
+                f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE s.id = ?", [pk]
+            ).fetchone()
+            if row is None:
+                raise NotFoundError(f"no session #{pk}")
+            stored = self._stored(row)
+            if stored.version != base_version:
+                raise self._conflict(conn, stored, base_version)
+            session = stored.session.model_copy(deep=True)
+            edits: list[tuple[str, Any, Any]] = []
+            for name, value in changes.items():
+                old = _get(session, name, turn)
+                value = _set(session, name, turn, value)
+                if old != value:
+                    edits.append((name, old, value))
+            if not edits:
+                return stored.version
+            _check(session)
+            version = stored.version + 1
+            stamp = now()
+            conn.executemany(
+                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (pk, turn, name, _dumps(old), _dumps(new), author, stamp, reason, version)
+                    for name, old, new in edits
+                ],
+            )
+            self._update_row(conn, pk, session, version, stamp, author, len(edits), [e[0] for e in edits])
+            return version
+
+    def set_status(self, pk: int, status: str, *, base_version: int, author: str, reason: str | None = None) -> int:
+        """Set the review status (``todo``, ``in_progress``, ``approved``, ``rejected``, ``flagged``)."""
+        return self.save(pk, {"status": status}, base_version=base_version, author=author, reason=reason)
+
+    def restore(self, pk: int, edit_id: int, *, base_version: int, author: str) -> int:
+        """Bring every edited field back to its value right after edit ``edit_id`` (as new edits)."""
+        target = self.state_at(pk, edit_id)
+        current = self.get(pk).session
+        reason = f"restored to the state after edit #{edit_id}"
+        version = base_version
+        session_changes = {
+            f: getattr(target, f)
+            for f in (*SESSION_FIELDS, "status", "tags")
+            if getattr(target, f) != getattr(current, f)
+        }
+        if session_changes:
+            dumped = {k: _jsonable(v) for k, v in session_changes.items()}
+            version = self.save(pk, dumped, base_version=version, author=author, reason=reason)
+        for index in range(max(len(target.turns), len(current.turns))):
+            old = current.turns[index] if index < len(current.turns) else TurnTruth()
+            new = target.turns[index] if index < len(target.turns) else TurnTruth()
+            turn_changes = {f: getattr(new, f) for f in TURN_FIELDS if getattr(new, f) != getattr(old, f)}
+            if turn_changes:
+                version = self.save(pk, turn_changes, base_version=version, author=author, turn=index, reason=reason)
+        return version
+
+    def _conflict(self, conn: sqlite3.Connection, stored: StoredSession, base_version: int) -> ConflictError:
+        rows = conn.execute(
+            "SELECT author, at, field, turn FROM edits WHERE session_pk = ? AND version > ? ORDER BY id",
+            [stored.pk, base_version],
+        ).fetchall()
+        by_author: dict[tuple[str, str], list[str]] = {}
+        for author, at, name, turn in rows:
+            by_author.setdefault((author, at[:19].replace("T", " ")), []).append(
+                name if turn is None else f"turns[{turn}].{name}"
+            )
+        changes = "; ".join(
+            f"{who} at {at} changed {', '.join(dict.fromkeys(f))}" for (who, at), f in by_author.items()
+        )
+        label = stored.session.session_id or f"#{stored.pk}"
+        return ConflictError(
+            f"session {label} was changed since version {base_version} (now {stored.version}): "
+            f"{changes or 'changed'}. Nothing was saved; reload to see their changes.",
+            stored.version,
+        )
+
+    def _update_row(
+        self,
+        conn: sqlite3.Connection,
+        pk: int,
+        session: Session,
+        version: int,
+        stamp: str,
+        author: str,
+        n_edits: int,
+        fields: list[str],
+    ) -> None:
+        sets = ["version = ?", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?", "search_text = ?"]
+        args: list[Any] = [version, stamp, author, n_edits, search_text(session)]
+        if "status" in fields:
+            sets += ["status = ?", "status_by = ?", "status_at = ?"]
+            args += [session.status, author, stamp]
+        if "tags" in fields:
+            sets.append("tags = ?")
+            args.append(json.dumps(session.tags))
+            conn.execute("DELETE FROM session_tags WHERE session_pk = ?", [pk])
+            conn.executemany("INSERT OR IGNORE INTO session_tags VALUES (?, ?)", [(pk, t) for t in session.tags])
+        conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", [*args, pk])
+
+    # -- comments ---------------------------------------------------------------------------
+
+    def add_comment(self, pk: int, body: str, *, author: str, turn: int | None = None) -> int:
+        """Add a comment to the session (or one of its turns); returns its id."""
+        if not body.strip():
+            raise UsageError("a comment needs some text")
+        self.get(pk)
+        with self.write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO comments (session_pk, turn, author, body, at) VALUES (?, ?, ?, ?, ?)",
+                [pk, turn, author, body, now()],
+            )
+            return int(cursor.lastrowid or 0)
+
+    def comments(self, pk: int) -> list[dict[str, Any]]:
+        """The session's comments, oldest first."""
+        rows = self.db.execute(
+            "SELECT id, turn, author, body, at FROM comments WHERE session_pk = ? ORDER BY id", [pk]
+        ).fetchall()
+        return [{"id": r[0], "turn": r[1], "author": r[2], "body": r[3], "at": r[4]} for r in rows]
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(_jsonable(value), ensure_ascii=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    return value
+
+
+def _get(session: Session, name: str, turn: int | None) -> Any:
+    if turn is None:
+        return _jsonable(getattr(session, name))
+    return _jsonable(getattr(session.turns[turn], name)) if turn < len(session.turns) else None
+
+
+def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
+    """Set a field, validated by the model; returns the value as stored (JSON-able)."""
+    try:
+        if turn is None:
+            checked = Session.model_validate({**session.model_dump(), name: value})
+            setattr(session, name, getattr(checked, name))
+            return _jsonable(getattr(session, name))
+        n_user = sum(1 for m in session.messages if m.role == "user")
+        if not 0 <= turn < n_user:
+            raise UsageError(f"turn {turn} does not exist; the session has {n_user} turns")
+        while len(session.turns) <= turn:
+            session.turns.append(TurnTruth())
+        current = session.turns[turn]
+        session.turns[turn] = TurnTruth.model_validate({**current.model_dump(), name: value})
+        return _jsonable(getattr(session.turns[turn], name))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = name if turn is None else f"turns[{turn}].{name}"
+        raise UsageError(f"{where}: {error['msg']}") from exc
+
+
+def _check(session: Session) -> None:
+    errors = [p for p in validate_session(session) if p.level == "error"]
+    if errors:
+        raise UsageError("; ".join(str(p) for p in errors))
+
+
+def _apply(session: Session, edits: list[Edit]) -> Session:
+    """The imported session with the reviewers' edits laid over it, in order."""
+    for edit in edits:
+        if edit.field in ("conversation", "status", "tags"):
+            continue  # the conversation is the file's; status and tags live in their columns
+        if edit.turn is None:
+            setattr(session, edit.field, getattr(Session.model_validate({edit.field: edit.new}), edit.field))
+        else:
+            while len(session.turns) <= edit.turn:
+                session.turns.append(TurnTruth())
+            truth = session.turns[edit.turn]
+            session.turns[edit.turn] = TurnTruth.model_validate({**truth.model_dump(), edit.field: edit.new})
+    return session
