@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import TextIO
 
 from evalcore.convert import ConvertReport, convert_file, validate_file
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, UsageError
 from evalcore.formats import formats
+from evalcore.progress import ProgressBar
 
 __all__ = ["main"]
 
@@ -42,8 +43,35 @@ def _parser() -> argparse.ArgumentParser:
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
 
+    db_help = "SQLite file (default: $EVALCORE_DB, else ./evalcore.db)"
+    imp = sub.add_parser("import", help="import a file into a dataset of the store")
+    imp.add_argument("input", metavar="IN")
+    imp.add_argument("--dataset", required=True, metavar="NAME", help="dataset to import into (created if new)")
+    imp.add_argument(
+        "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
+    )
+    imp.add_argument("--db", default=None, help=db_help)
+
+    exp = sub.add_parser("export", help="export a dataset, filtered, with its curated ground truth")
+    exp.add_argument("--dataset", required=True, metavar="NAME")
+    exp.add_argument("--to", required=True, choices=writable, metavar="FORMAT", help=f"one of: {', '.join(writable)}")
+    exp.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.json for one JSON array)")
+    exp.add_argument(
+        "--status", action="append", default=[], metavar="S", help="only this review status (repeat or a,b)"
+    )
+    exp.add_argument(
+        "--tag", action="append", default=[], metavar="TAG", help="only sessions with this tag (repeatable)"
+    )
+    exp.add_argument("--assistant", metavar="ID", help="only this assistant's sessions")
+    exp.add_argument("--search", metavar="TEXT", help="only sessions whose text contains every word")
+    exp.add_argument("--run", type=int, metavar="RUN", help="with --metric: filter on that run's scores")
+    exp.add_argument("--metric", metavar="NAME")
+    exp.add_argument("--min-score", type=float, metavar="X")
+    exp.add_argument("--max-score", type=float, metavar="X")
+    exp.add_argument("--db", default=None, help=db_help)
+
     app = sub.add_parser("app", help="start the Streamlit review app")
-    app.add_argument("--db", default=None, help="SQLite file (default: $EVALCORE_DB, else ./evalcore.db)")
+    app.add_argument("--db", default=None, help=db_help)
     return parser
 
 
@@ -82,6 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=err,
             )
             return 1 if report.errors else 0
+        if args.command == "import":
+            return _import(args, err)
+        if args.command == "export":
+            return _export(args, err)
         if args.command == "app":
             return _run_app(args.db)
     except EvalcoreError as exc:
@@ -91,6 +123,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evalcore: error: {exc.filename or ''}: {exc.strerror or exc}", file=err)
         return 2
     return 2  # pragma: no cover  (argparse rejects unknown commands)
+
+
+def _import(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.store import Store, import_file
+
+    bar = ProgressBar(f"importing {Path(args.input).name}", err)
+    with Store(args.db) as store:
+        try:
+            report = import_file(
+                store,
+                args.input,
+                args.dataset,
+                fmt=args.source_format,
+                on_progress=lambda done, total: bar.update(done, total),
+                on_problem=lambda p: bar.note(str(p)),
+            )
+        finally:
+            bar.close()
+    fmt = f" ({report.format})" if report.format else ""
+    print(
+        f"{args.input}{fmt} -> dataset {args.dataset!r} in {store.path}: {report.new} new, {report.updated} updated, "
+        f"{report.unchanged} unchanged, {report.failed} failed, {report.warnings} warnings",
+        file=err,
+    )
+    return 1 if report.failed else 0
+
+
+def _export(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.store import Store
+    from evalcore.store.exports import export_dataset
+    from evalcore.store.queries import SessionFilter
+
+    statuses = [s for value in args.status for s in value.split(",") if s]
+    filters = SessionFilter(
+        status=statuses,
+        tags=args.tag,
+        assistant=args.assistant,
+        search=args.search,
+        run_id=args.run,
+        metric=args.metric,
+        min_score=args.min_score,
+        max_score=args.max_score,
+    )
+    if (args.min_score is not None or args.max_score is not None) and (args.run is None or args.metric is None):
+        raise UsageError("--min-score and --max-score need --run and --metric")
+    bar = ProgressBar(f"exporting {args.dataset}", err)
+    with Store(args.db) as store:
+        try:
+            report = export_dataset(
+                store, args.dataset, args.output, args.to, filters, on_progress=lambda n: bar.update(n, unit="sessions")
+            )
+        finally:
+            bar.close()
+    print(
+        f"{report.count} sessions of {args.dataset!r} written to {report.path} ({report.format}); "
+        f"manifest {report.manifest}",
+        file=err,
+    )
+    return 0
 
 
 def _run_app(db: str | None) -> int:

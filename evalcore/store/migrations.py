@@ -55,7 +55,8 @@ def initial(db: Database) -> None:
             UNIQUE (dataset_id, key)
         )"""
     )
-    for columns in ("position", "status, position", "assistant_id, position", "session_id", "n_turns", "updated_at"):
+    db.execute("CREATE INDEX idx_sessions_dataset ON sessions (dataset_id)")  # file order: by id
+    for columns in ("status", "assistant_id", "session_id", "n_turns", "n_tool_calls", "updated_at"):
         name = "idx_sessions_" + columns.replace(", ", "_")
         db.execute(f"CREATE INDEX {name} ON sessions (dataset_id, {columns})")
     db.execute(

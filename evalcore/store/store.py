@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from sqlite_utils import Database
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
-from evalcore.schema import Session, TurnTruth, validate_session
+from evalcore.schema import Provenance, Session, TurnTruth, validate_session
 from evalcore.store.migrations import migrations
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, StoredSession, now
 
@@ -124,7 +124,7 @@ class Store:
 
     _COLUMNS = (
         "s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
-        "s.updated_at, s.updated_by, s.n_edits"
+        "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line"
     )
 
     def get(self, pk: int) -> StoredSession:
@@ -135,6 +135,20 @@ class Store:
         if row is None:
             raise NotFoundError(f"no session #{pk}")
         return self._stored(row)
+
+    def get_many(self, pks: list[int]) -> list[StoredSession]:
+        """The sessions stored under ``pks``, in that order (missing ones left out)."""
+        found: dict[int, StoredSession] = {}
+        for start in range(0, len(pks), 500):
+            chunk = pks[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id "
+                f"WHERE s.id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            for row in rows:
+                found[row[0]] = self._stored(row)
+        return [found[pk] for pk in pks if pk in found]
 
     def find(self, dataset: str, session_id: str) -> int:
         """The ``pk`` of the session with ``session_id`` in ``dataset``."""
@@ -155,8 +169,10 @@ class Store:
         ]
 
     def _stored(self, row: tuple[Any, ...]) -> StoredSession:
-        pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row
+        pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row[:12]
         session = Session.model_validate_json(data)
+        source, fmt, position, line = row[12:16]
+        session.provenance = Provenance.model_construct(source=source, format=fmt, position=position, line=line)
         if n_edits:
             session = _apply(session, self._edits(pk))
         session.status = status
