@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,48 @@ def test_help_lists_every_command() -> None:
     assert proc.returncode == 0
     for command in ("convert", "validate", "app"):
         assert command in proc.stdout
+
+
+def test_import_then_export_through_the_cli(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps(GOOD) + "\n{broken\n" + json.dumps({**GOOD, "reference": "other"}) + "\n")
+    proc = run("import", str(source), "--dataset", "demo", "--db", str(db))
+    assert proc.returncode == 1, proc.stderr
+    assert f"{source}:2: not valid JSON" in proc.stderr
+    assert "2 new, 0 updated, 0 unchanged, 1 failed" in proc.stderr
+    again = run("import", str(source), "--dataset", "demo", "--db", str(db))
+    assert "0 new, 0 updated, 2 unchanged, 1 failed" in again.stderr
+    out = tmp_path / "out.jsonl"
+    proc = run("export", "--dataset", "demo", "--to", "ragas", "-o", str(out), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["reference"] for line in out.read_text().splitlines()] == ["greet", "other"]
+    assert json.loads((tmp_path / "out.jsonl.manifest.json").read_text())["count"] == 2
+    proc = run("export", "--dataset", "demo", "--to", "ragas", "-o", str(out), "--status", "approved", "--db", str(db))
+    assert proc.returncode == 0 and out.read_text() == ""
+    assert "0 sessions of 'demo'" in proc.stderr
+
+
+def test_db_defaults_to_the_environment(tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD])
+    env_db = tmp_path / "env.db"
+    proc = subprocess.run(
+        [EVALCORE, "import", str(source), "--dataset", "d"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EVALCORE_DB": str(env_db)},
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert env_db.exists() and not (tmp_path / "evalcore.db").exists()
+
+
+def test_export_errors_are_usage_errors(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    proc = run("export", "--dataset", "missing", "--to", "ragas", "-o", str(tmp_path / "o.jsonl"), "--db", str(db))
+    assert proc.returncode == 2 and "no dataset named 'missing'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run("export", "--dataset", "x", "--to", "ragas", "-o", "o", "--min-score", "0.5", "--db", str(db))
+    assert proc.returncode == 2 and "--min-score and --max-score need --run and --metric" in proc.stderr
+    proc = run("export", "--dataset", "x", "--to", "ragas", "-o", "o", "--status", "done", "--db", str(db))
+    assert proc.returncode == 2

@@ -198,17 +198,20 @@ class Store:
     def state_at(self, pk: int, edit_id: int) -> Session:
         """The session as it was right after edit ``edit_id``."""
         stored = self.get(pk)
-        edits = self._edits(pk, until=edit_id)
-        if not any(e.id == edit_id for e in edits):
+        every = self._edits(pk)
+        if not any(e.id == edit_id for e in every):
             raise NotFoundError(f"session #{pk} has no edit #{edit_id}")
+        edits = [e for e in every if e.id <= edit_id]
         row = self.db.execute("SELECT data FROM sessions WHERE id = ?", [pk]).fetchone()
         session = _apply(Session.model_validate_json(row[0]), edits)
-        session.status = stored.session.status
-        for edit in edits:
-            if edit.field == "status":
-                session.status = edit.new
-            elif edit.field == "tags":
-                session.tags = edit.new
+        # Status and tags start where their first edit found them (else they never changed).
+        for name in ("status", "tags"):
+            first = next((e for e in every if e.field == name), None)
+            value = first.old if first is not None else getattr(stored.session, name)
+            for edit in edits:
+                if edit.field == name:
+                    value = edit.new
+            setattr(session, name, value)
         return session
 
     # -- saving -----------------------------------------------------------------------------

@@ -1,0 +1,256 @@
+"""The SQLite store on real files: import, export, ground truth, history, conflicts, browsing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from formats_util import load_output, write_jsonl
+
+from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.store import Store, import_file
+from evalcore.store.exports import export_dataset, manifest_path
+from evalcore.store.queries import SessionFilter, browse, fts_query
+
+ROW = {
+    "user_input": [
+        {"content": "Is order 7 shipped?", "type": "human"},
+        {"content": "", "type": "ai", "tool_calls": [{"name": "get_order", "args": {"id": 7}}]},
+        {"content": '{"status": "shipped"}', "type": "tool"},
+        {"content": "Yes, it shipped yesterday.", "type": "ai"},
+        {"content": "And order 8?", "type": "human"},
+        {"content": "Order 8 is still packing.", "type": "ai"},
+    ],
+    "reference_topics": ["orders"],
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path / "evalcore.db") as s:
+        yield s
+
+
+def _gaussia(session_id: str, answer: str = "Sure.") -> dict[str, object]:
+    return {
+        "session_id": session_id,
+        "assistant_id": "bot-a" if session_id < "m" else "bot-b",
+        "context": "",
+        "conversation": [
+            {"qa_id": "q1", "query": f"hello from {session_id}", "assistant": answer, "ground_truth_assistant": ""},
+            {
+                "qa_id": "q2",
+                "query": "what about refunds?",
+                "assistant": "Within 30 days.",
+                "ground_truth_assistant": "",
+            },
+        ],
+    }
+
+
+def test_migrations_are_applied_once_and_wal_is_on(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    Store(path).close()
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == 1
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_newer_database_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('evalcore', '9999_x', 'now')"
+    )
+    conn.commit()
+    with pytest.raises(SchemaVersionError, match="newer evalcore"):
+        Store(path)
+
+
+def test_ragas_import_then_export_gives_back_the_file(store: Store, ragas_reference: Path, tmp_path: Path) -> None:
+    source = ragas_reference / "ragas_samples.jsonl"
+    report = import_file(store, source, "ref")
+    assert (report.new, report.updated, report.unchanged, report.failed) == (300, 0, 0, 0)
+    out = tmp_path / "out.jsonl"
+    exported = export_dataset(store, "ref", out, "ragas")
+    assert exported.count == 300
+    assert out.read_bytes() == source.read_bytes()
+    manifest = json.loads(manifest_path(out).read_text())
+    assert manifest["count"] == 300 and manifest["format"] == "ragas" and manifest["dataset"] == "ref"
+    assert manifest["store_schema_version"] == 1 and len(manifest["sha256"]) == 64
+
+
+def test_reimport_is_idempotent(store: Store, ragas_reference: Path) -> None:
+    source = ragas_reference / "ragas_samples.jsonl"
+    import_file(store, source, "ref")
+    again = import_file(store, source, "ref")
+    assert (again.new, again.updated, again.unchanged) == (0, 0, 300)
+    assert store.dataset("ref").sessions == 300
+
+
+def test_ground_truth_survives_a_changed_reimport(store: Store, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "s.jsonl", [_gaussia("s-1"), _gaussia("s-2")])
+    import_file(store, source, "d")
+    pk = store.find("d", "s-1")
+    version = store.get(pk).version
+    version = store.save(pk, {"reference": "Hello! How can I help?"}, base_version=version, author="ana")
+    version = store.save(pk, {"observation": "too terse", "weight": 0.7}, base_version=version, author="ana", turn=0)
+    write_jsonl(source, [_gaussia("s-1", answer="Hi there, happy to help."), _gaussia("s-2")])
+    report = import_file(store, source, "d")
+    assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
+    stored = store.get(pk)
+    assert stored.version == version + 1
+    assert stored.session.split_turns()[0].answer == "Hi there, happy to help."
+    assert stored.session.reference == "Hello! How can I help?"
+    assert stored.session.turns[0].observation == "too terse" and stored.session.turns[0].weight == 0.7
+    assert [e.field for e in store.history(pk)][-1] == "conversation"
+
+
+def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    v = store.save(pk, {"reference": "first"}, base_version=1, author="ana")
+    v = store.save(pk, {"reference": "second", "status": "approved"}, base_version=v, author="ben", reason="clearer")
+    v = store.save(pk, {"reference": "third"}, base_version=v, author="cy")
+    history = store.history(pk)
+    assert [(e.author, e.field, e.old, e.new) for e in history] == [
+        ("ana", "reference", None, "first"),
+        ("ben", "reference", "first", "second"),
+        ("ben", "status", "todo", "approved"),
+        ("cy", "reference", "second", "third"),
+    ]
+    assert history[1].reason == "clearer" and history[1].version == 3
+    assert store.state_at(pk, history[0].id).reference == "first"
+    v = store.restore(pk, history[0].id, base_version=v, author="dee")
+    restored = store.get(pk)
+    assert restored.session.reference == "first" and restored.session.status == "todo"
+    assert (
+        restored.version == v and store.history(pk)[-1].reason == f"restored to the state after edit #{history[0].id}"
+    )
+
+
+def test_a_stale_save_is_refused_and_names_who_changed_what(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    store.save(pk, {"reference": "mine"}, base_version=1, author="ana")
+    store.save(pk, {"observation": "x"}, base_version=2, author="ana", turn=1)
+    with pytest.raises(ConflictError) as caught:
+        store.save(pk, {"reference": "theirs"}, base_version=1, author="ben")
+    message = str(caught.value)
+    assert "ana" in message and "reference" in message and "turns[1].observation" in message
+    assert caught.value.current_version == 3
+    assert store.get(pk).session.reference == "mine"
+
+
+def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    with pytest.raises(UsageError, match=r"turns\[0\].weight: Input should be greater than or equal to 0"):
+        store.save(pk, {"weight": -1}, base_version=1, author="ana", turn=0)
+    with pytest.raises(UsageError, match="turn 5 does not exist"):
+        store.save(pk, {"observation": "x"}, base_version=1, author="ana", turn=5)
+    with pytest.raises(UsageError, match="cannot edit messages"):
+        store.save(pk, {"messages": []}, base_version=1, author="ana")
+    store.save(pk, {"reference": "r"}, base_version=1, author="ana")
+    with pytest.raises(UsageError, match="expected_facts and reference"):
+        store.save(pk, {"expected_facts": ["a"]}, base_version=2, author="ana")
+    with pytest.raises(UsageError, match="status"):
+        store.set_status(pk, "done", base_version=2, author="ana")
+    assert store.get(pk).version == 2 and len(store.history(pk)) == 1
+
+
+def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    v = store.save(pk, {"reference": "Order 7 shipped; 8 is packing."}, base_version=1, author="ana")
+    v = store.save(pk, {"ground_truth": "It shipped.", "weight": 0.25}, base_version=v, author="ana", turn=0)
+    export_dataset(store, "d", tmp_path / "r.jsonl", "ragas")
+    assert load_output(tmp_path / "r.jsonl")[0]["reference"] == "Order 7 shipped; 8 is packing."
+    export_dataset(store, "d", tmp_path / "g.jsonl", "gaussia")
+    batches = load_output(tmp_path / "g.jsonl")[0]["conversation"]
+    assert [b["ground_truth_assistant"] for b in batches] == ["It shipped.", "Order 7 shipped; 8 is packing."]
+    assert batches[0]["weight"] == 0.25
+    export_dataset(store, "d", tmp_path / "d.jsonl", "databricks")
+    assert load_output(tmp_path / "d.jsonl")[0]["expected_response"] == "Order 7 shipped; 8 is packing."
+    export_dataset(store, "d", tmp_path / "e.jsonl", "evalcore")
+    row = load_output(tmp_path / "e.jsonl")[0]
+    assert row["turns"][0] == {"ground_truth": "It shipped.", "weight": 0.25}
+
+
+def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp_path: Path) -> None:
+    source = tmp_path / "mixed.jsonl"
+    source.write_text(
+        "\n".join([json.dumps(_gaussia("a")), "{oops", json.dumps(_gaussia("b")), json.dumps(_gaussia("a"))]) + "\n"
+    )
+    report = import_file(store, source, "d")
+    assert (report.new, report.failed) == (2, 2)
+    lines = [str(p) for p in report.problems]
+    assert lines[0].startswith(f"{source}:2: not valid JSON")
+    assert lines[1] == f"{source}:4: session 'a' appears again (first on line 1); skipped"
+    conn = sqlite3.connect(store.path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_browse_filters_sorts_searches_and_paginates(store: Store, tmp_path: Path) -> None:
+    rows = [_gaussia(f"s-{i:03d}") for i in range(120)]
+    rows[7]["conversation"][0]["query"] = "my parcel to Zürich is late"  # type: ignore[index]
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", rows), "d")
+    first = browse(store, "d", limit=50)
+    assert first.total == 120 and [s.session_id for s in first.items][:2] == ["s-000", "s-001"]
+    third = browse(store, "d", limit=50, offset=100)
+    assert len(third.items) == 20 and third.items[-1].session_id == "s-119"
+    pk = store.find("d", "s-042")
+    store.save(pk, {"status": "flagged", "tags": ["hard", "refunds"]}, base_version=1, author="ana")
+    flagged = browse(store, "d", SessionFilter(status=["flagged"]))
+    assert [s.session_id for s in flagged.items] == ["s-042"] and flagged.items[0].tags == ["hard", "refunds"]
+    assert browse(store, "d", SessionFilter(tags=["hard", "refunds"])).total == 1
+    assert browse(store, "d", SessionFilter(tags=["hard", "nope"])).total == 0
+    assert browse(store, "d", SessionFilter(assistant="bot-b")).total == 120
+    assert browse(store, "d", SessionFilter(assistant="bot-a")).total == 0
+    hits = browse(store, "d", SessionFilter(search="zurich"))  # diacritics folded
+    assert [s.session_id for s in hits.items] == ["s-007"]
+    assert browse(store, "d", SessionFilter(search="parc*")).total == 1
+    assert browse(store, "d", SessionFilter(search='refunds "')).total == 120  # stray quotes are harmless
+    newest = browse(store, "d", sort="updated", descending=True, limit=1)
+    assert newest.items[0].session_id == "s-042"
+    v = store.get(pk).version
+    store.save(pk, {"reference": "ship to Zürich tomorrow"}, base_version=v, author="ana")
+    assert browse(store, "d", SessionFilter(search="tomorrow")).total == 1  # ground truth is searchable
+    with pytest.raises(UsageError):
+        browse(store, "d", sort="nope")
+
+
+def test_export_filters_and_unknown_dataset(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia("a"), _gaussia("b"), _gaussia("c")]), "d")
+    pk = store.find("d", "b")
+    store.set_status(pk, "approved", base_version=1, author="ana")
+    report = export_dataset(store, "d", tmp_path / "o.jsonl", "gaussia", SessionFilter(status=["approved"]))
+    assert report.count == 1 and [r["session_id"] for r in load_output(tmp_path / "o.jsonl")] == ["b"]
+    assert json.loads(manifest_path(tmp_path / "o.jsonl").read_text())["filters"] == {"status": ["approved"]}
+    with pytest.raises(NotFoundError, match="no dataset named 'nope'; known: d"):
+        export_dataset(store, "nope", tmp_path / "x.jsonl", "ragas")
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_comments(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    store.add_comment(pk, "Tool result looks stale", author="ana", turn=0)
+    assert [(c["author"], c["turn"], c["body"]) for c in store.comments(pk)] == [("ana", 0, "Tool result looks stale")]
+    with pytest.raises(UsageError):
+        store.add_comment(pk, "  ", author="ana")
+
+
+def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_file: Path, tmp_path: Path) -> None:
+    report = import_file(store, tau_bench_file, "tau")
+    assert report.new == 40 and report.format == "tau-bench"
+    pk = store.find("tau", "task-0-trial-0")
+    stored = store.get(pk)
+    assert stored.session.scores == {"reward": 0.0} and stored.session.reference_tool_calls
+    assert browse(store, "tau", SessionFilter(search="baggage")).total > 0
+    assert fts_query('certificate "x') == '"certificate" "x"'
