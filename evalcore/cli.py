@@ -70,6 +70,33 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--max-score", type=float, metavar="X")
     exp.add_argument("--db", default=None, help=db_help)
 
+    score = sub.add_parser("score", help="score a dataset with metrics; every score saved under a run")
+    score.add_argument("--dataset", required=True, metavar="NAME")
+    score.add_argument(
+        "--metrics", default="", metavar="a,b", help="metric names, comma-separated (name:key=value sets a parameter)"
+    )
+    score.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="one metric spec (repeatable; for values with commas)",
+    )
+    score.add_argument("--output", metavar="OUT.jsonl", help="also write one JSON line per (session, metric)")
+    score.add_argument("--concurrency", type=int, metavar="N", help="judge calls in flight at once (default 8)")
+    score.add_argument("--judge-model", metavar="MODEL", help="judge model (default: $EVALCORE_JUDGE_MODEL)")
+    score.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $EVALCORE_JUDGE_BASE_URL, else $EVALCORE_BASE_URL)",
+    )
+    score.add_argument("--api-key", metavar="KEY", help="API key (default: $EVALCORE_API_KEY, else $OPENAI_API_KEY)")
+    score.add_argument("--prices", metavar="FILE", help='JSON {"model": [input, output]} in $ per million tokens')
+    score.add_argument("--timeout", type=float, metavar="S", help="seconds before a judge call times out (default 60)")
+    score.add_argument("--max-retries", type=int, metavar="N", help="retries of a failed judge call (default 4)")
+    score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
+    score.add_argument("--db", default=None, help=db_help)
+
     app = sub.add_parser("app", help="start the Streamlit review app")
     app.add_argument("--db", default=None, help=db_help)
     return parser
@@ -114,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _import(args, err)
         if args.command == "export":
             return _export(args, err)
+        if args.command == "score":
+            return _score(args, err)
         if args.command == "app":
             return _run_app(args.db)
     except EvalcoreError as exc:
@@ -182,6 +211,47 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
         file=err,
     )
     return 0
+
+
+def _score(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.judge import JudgeConfig
+    from evalcore.scoring import score_dataset
+    from evalcore.store import Store
+
+    specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
+    if not specs:
+        raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
+    judge = JudgeConfig.from_env(
+        model=args.judge_model,
+        base_url=args.base_url,
+        api_key=args.api_key,
+        prices=args.prices,
+        timeout=args.timeout,
+        max_retries=args.max_retries,
+    )
+    bar = ProgressBar(f"scoring {args.dataset}", err)
+    with Store(args.db) as store:
+        try:
+            report = score_dataset(
+                store,
+                args.dataset,
+                specs,
+                judge=judge,
+                concurrency=args.concurrency,
+                resume=not args.new_run,
+                output=args.output,
+                on_progress=lambda done, total: bar.update(done, total),
+            )
+        finally:
+            bar.close()
+    run = report.run
+    how = f"resumed run {run.id} ({report.skipped} sessions already scored)" if report.resumed else f"run {run.id}"
+    print(f"{how}: {report.sessions} sessions of {args.dataset!r}, {report.judge_requests} judge requests", file=err)
+    for summary in report.summaries:
+        print(summary.describe())
+    if report.output:
+        print(f"scores written to {report.output}", file=err)
+    return 1 if any(s.failed for s in report.summaries) else 0
 
 
 def _run_app(db: str | None) -> int:

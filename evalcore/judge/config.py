@@ -1,0 +1,88 @@
+"""Where the judge model is and how to talk to it: environment variables, options, prices."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalcore.errors import UsageError
+
+__all__ = ["DEFAULT_PRICES", "JudgeConfig", "load_prices"]
+
+#: US dollars per million tokens (input, output). Extend with ``EVALCORE_PRICES`` (a JSON file
+#: ``{"model": [input, output]}``) or ``--prices``; a model with no price has no cost.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+
+def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[float, float]]:
+    """The default price table, extended (and overridden) by a JSON file."""
+    prices = dict(DEFAULT_PRICES)
+    source = path or os.environ.get("EVALCORE_PRICES")
+    if source:
+        try:
+            extra = json.loads(Path(source).read_text(encoding="utf-8"))
+            for model, pair in extra.items():
+                prices[model] = (float(pair[0]), float(pair[1]))
+        except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+            raise UsageError(
+                f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
+            ) from exc
+    return prices
+
+
+@dataclass
+class JudgeConfig:
+    """Everything the judge client needs. ``from_env`` fills it the way the CLI does."""
+
+    model: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key: str | None = None
+    timeout: float = 60.0
+    max_retries: int = 4
+    backoff: float = 1.0  # seconds before the first retry; doubles each time
+    max_wait: float = 60.0  # never wait longer than this between tries
+    concurrency: int = 8
+    json_mode: bool = True  # ask for response_format json_object
+    prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    @classmethod
+    def from_env(
+        cls,
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prices: str | None = None,
+        **options: object,
+    ) -> JudgeConfig | None:
+        """The judge configured by options, else ``EVALCORE_JUDGE_*`` / ``EVALCORE_*`` / ``OPENAI_API_KEY``.
+
+        Returns ``None`` when no judge model is named.
+        """
+        env = os.environ
+        name = model or env.get("EVALCORE_JUDGE_MODEL")
+        if not name:
+            return None
+        url = base_url or env.get("EVALCORE_JUDGE_BASE_URL") or env.get("EVALCORE_BASE_URL") or cls.base_url
+        key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
+        config = cls(model=name, base_url=url.rstrip("/"), api_key=key, prices=load_prices(prices))
+        for option, value in options.items():
+            if value is not None:
+                setattr(config, option, value)
+        return config
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """The price of a call, or ``None`` when the model has no price."""
+        price = self.prices.get(self.model)
+        if price is None:
+            return None
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000

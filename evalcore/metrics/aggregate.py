@@ -1,0 +1,68 @@
+"""From sessions' scores to a dataset's: count, mean, a bootstrap confidence interval, and the
+number of failed and not-applicable items. Never a silent NaN."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Summary", "summarize"]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A metric over a dataset. ``mean`` and the interval are ``None`` when nothing was scored."""
+
+    metric: str
+    count: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    failed: int
+    not_applicable: int
+    warnings: int = 0
+
+    def describe(self) -> str:
+        """One line a person reads: ``metric: 0.812 [0.780, 0.843] n=120 (2 failed, 5 n/a)``."""
+        if self.mean is None:
+            value = "no score"
+        else:
+            interval = f" [{self.ci_low:.3f}, {self.ci_high:.3f}]" if self.ci_low is not None else ""
+            value = f"{self.mean:.3f}{interval}"
+        extra = [f"{self.failed} failed"] if self.failed else []
+        extra += [f"{self.not_applicable} not applicable"] if self.not_applicable else []
+        extra += [f"{self.warnings} with warnings"] if self.warnings else []
+        return f"{self.metric}: {value} n={self.count}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def summarize(
+    metric: str,
+    values: list[float],
+    *,
+    failed: int = 0,
+    not_applicable: int = 0,
+    warnings: int = 0,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Summary:
+    """Summarize the scored values of a metric, with a percentile bootstrap interval of the mean."""
+    finite = [v for v in values if math.isfinite(v)]
+    failed += len(values) - len(finite)  # a NaN or infinity is a failure, counted, never averaged
+    if not finite:
+        return Summary(metric, 0, None, None, None, failed, not_applicable, warnings)
+    mean = math.fsum(finite) / len(finite)
+    if len(finite) == 1 or min(finite) == max(finite):
+        return Summary(metric, len(finite), mean, mean, mean, failed, not_applicable, warnings)
+    data = np.asarray(finite, dtype=float)
+    rng = np.random.default_rng(seed)
+    n = len(data)
+    step = max(1, 2_000_000 // n)  # resample in blocks that stay small in memory
+    means = np.concatenate(
+        [data[rng.integers(0, n, size=(min(step, resamples - i), n))].mean(axis=1) for i in range(0, resamples, step)]
+    )
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Summary(metric, n, mean, float(low), float(high), failed, not_applicable, warnings)

@@ -1,0 +1,304 @@
+"""What every metric is: a typed model whose fields are its parameters, with a name, needs and a level.
+
+A metric scores one session. A turn-level metric scores each turn it applies to and rolls
+the turns up into the session's score with Gaussia's weight rules. What a session lacks
+gives a "not applicable: missing X" result, never a zero and never a crash.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evalcore.errors import UnknownNameError, UsageError
+from evalcore.schema import Session, Turn, resolve_weights
+
+if TYPE_CHECKING:
+    from evalcore.judge import Judge
+
+__all__ = [
+    "REQUIREMENTS",
+    "Metric",
+    "MetricResult",
+    "create_metric",
+    "get_metric",
+    "metric_names",
+    "metrics",
+    "register_metric",
+]
+
+Level = Literal["turn", "session"]
+
+
+def _turn_reference(session: Session, turn: Turn, last: bool) -> str | None:
+    if turn.truth.ground_truth:
+        return turn.truth.ground_truth
+    return session.reference if last and session.reference else None
+
+
+#: What a metric may need, and how to tell whether a session has it.
+REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
+    "reference_tool_calls": lambda s: s.reference_tool_calls is not None,
+    "reference": lambda s: bool(s.reference) or any(t.ground_truth for t in s.turns),
+    "expected_facts": lambda s: bool(s.expected_facts),
+    "expected_facts_or_response": lambda s: bool(s.expected_facts) or bool(s.reference),
+    "retrieved_context": lambda s: bool(s.retrieved_context),
+    "expected_retrieved_context": lambda s: bool(s.expected_retrieved_context),
+    "reference_topics": lambda s: bool(s.reference_topics),
+    "rubrics": lambda s: bool(s.rubrics),
+    "context": lambda s: bool(s.context),
+    "expected_tool_usage": lambda s: any(t.expected_tool_usage for t in s.turns),
+    "goal_or_reference": lambda s: bool(s.goal) or bool(s.reference),
+    "answer": lambda s: s.final_answer() is not None,
+    "user_message": lambda s: any(m.role == "user" for m in s.messages),
+}
+
+
+class JudgeUsage(BaseModel):
+    """What the judge calls behind one result cost."""
+
+    model: str
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float | None = None
+    latency_ms: float = 0.0
+
+
+class MetricResult(BaseModel):
+    """One score: a value with its reason, or an error, or "not applicable" with what was missing."""
+
+    metric: str
+    turn: int | None = None  # None: the whole session
+    value: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    not_applicable: str | None = None
+    sub: dict[str, float] = Field(default_factory=dict)  # named parts of the score (precision, recall...)
+    warnings: list[str] = Field(default_factory=list)
+    usage: JudgeUsage | None = None
+
+    @property
+    def status(self) -> Literal["ok", "error", "not_applicable"]:
+        """``ok``, ``error`` or ``not_applicable``."""
+        if self.error is not None:
+            return "error"
+        if self.not_applicable is not None:
+            return "not_applicable"
+        return "ok"
+
+
+class Metric(BaseModel):
+    """Base of every metric. Subclasses set the class variables and implement a scoring method.
+
+    Deterministic metrics implement ``score_turn`` or ``score_session``; judge metrics
+    implement ``judge_turn`` or ``judge_session`` (async, given a ``Judge``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    needs: ClassVar[tuple[str, ...]] = ()
+    level: ClassVar[Level] = "session"
+    uses_judge: ClassVar[bool] = False
+    #: The range of values, for charts and for readers: (low, high).
+    scale: ClassVar[tuple[float, float]] = (0.0, 1.0)
+
+    def params(self) -> dict[str, Any]:
+        """The parameters as given (defaults left out)."""
+        return self.model_dump(mode="json", exclude_defaults=True)
+
+    def spec(self) -> str:
+        """The metric with its parameters, as ``name`` or ``name:key=value:...``."""
+        return ":".join([self.name, *(f"{k}={v}" for k, v in sorted(self.params().items()))])
+
+    def key(self) -> str:
+        """The name scores are stored under: the spec, so that one metric with two settings never collides."""
+        return self.spec()
+
+    def missing(self, session: Session) -> list[str]:
+        """What the session lacks that this metric needs."""
+        return [need for need in self.needs if not REQUIREMENTS[need](session)]
+
+    def not_applicable(self, what: str, turn: int | None = None) -> MetricResult:
+        """A result saying the metric does not apply, and why."""
+        return MetricResult(metric=self.name, turn=turn, not_applicable=what)
+
+    def result(
+        self, value: float | None, reason: str | None = None, turn: int | None = None, **extra: Any
+    ) -> MetricResult:
+        """A result of this metric."""
+        return MetricResult(metric=self.name, turn=turn, value=value, reason=reason, **extra)
+
+    # -- deterministic scoring -------------------------------------------------------------
+
+    def score_turn(self, session: Session, turn: Turn, *, last: bool) -> MetricResult:
+        """Score one turn (turn-level deterministic metrics)."""
+        raise NotImplementedError
+
+    def score_session(self, session: Session) -> MetricResult:
+        """Score the whole session (session-level deterministic metrics)."""
+        raise NotImplementedError
+
+    def evaluate(self, session: Session) -> list[MetricResult]:
+        """Score ``session``: per-turn results (if any), then the session's result, last."""
+        if self.uses_judge:
+            raise UsageError(f"{self.name} needs a judge model; use evaluate_async")
+        missing = self.missing(session)
+        if missing:
+            return [self.not_applicable(f"missing {', '.join(missing)}")]
+        try:
+            if self.level == "session":
+                return [self.score_session(session)]
+            turns = session.split_turns()
+            results = [self.score_turn(session, t, last=t.index == len(turns) - 1) for t in turns]
+        except Exception as exc:  # errors are data: one bad session never stops a run
+            return [self.result(None, error=f"{type(exc).__name__}: {exc}")]
+        return [*results, self.roll_up(session, results)]
+
+    # -- judged scoring --------------------------------------------------------------------
+
+    async def judge_turn(self, session: Session, turn: Turn, judge: Judge, *, last: bool) -> MetricResult:
+        """Score one turn with the judge (turn-level judge metrics)."""
+        raise NotImplementedError
+
+    async def judge_session(self, session: Session, judge: Judge) -> MetricResult:
+        """Score the session with the judge (session-level judge metrics)."""
+        raise NotImplementedError
+
+    async def evaluate_async(self, session: Session, judge: Judge | None) -> list[MetricResult]:
+        """Score ``session``, calling the judge where the metric needs one."""
+        if not self.uses_judge:
+            return self.evaluate(session)
+        if judge is None:
+            return [self.result(None, error="no judge model configured (EVALCORE_JUDGE_MODEL or --judge-model)")]
+        missing = self.missing(session)
+        if missing:
+            return [self.not_applicable(f"missing {', '.join(missing)}")]
+        if self.level == "session":
+            return [await self._guarded(self.judge_session(session, judge), None)]
+        turns = session.split_turns()
+        results = [
+            await self._guarded(self.judge_turn(session, t, judge, last=t.index == len(turns) - 1), t.index)
+            for t in turns
+        ]
+        return [*results, self.roll_up(session, results)]
+
+    async def _guarded(self, work: Any, turn: int | None) -> MetricResult:
+        try:
+            result: MetricResult = await work
+            return result
+        except Exception as exc:  # the judge's failures are data, kept with the item
+            return self.result(None, turn=turn, error=f"{type(exc).__name__}: {exc}")
+
+    # -- rolling turns up ------------------------------------------------------------------
+
+    def roll_up(self, session: Session, results: list[MetricResult]) -> MetricResult:
+        """The session's score from its turns' scores, weighted by Gaussia's rules.
+
+        Turns that failed or do not apply are left out; the weights of those scored are
+        resolved among themselves. A fallback to equal weights is reported as a warning.
+        """
+        scored = [r for r in results if r.status == "ok" and r.value is not None]
+        failed = [r for r in results if r.status == "error"]
+        if not scored:
+            if failed:
+                return self.result(None, error=f"every turn failed; first: {failed[0].error}")
+            reasons = sorted({r.not_applicable or "" for r in results})
+            return self.not_applicable("no turn to score" + (f" ({'; '.join(reasons)})" if reasons else ""))
+        weights, warning = resolve_weights([_turn_weight(session, r.turn) for r in scored])
+        value = math.fsum(w * (r.value or 0.0) for w, r in zip(weights, scored, strict=True))
+        sub: dict[str, float] = {}
+        for key in scored[0].sub:
+            if all(key in r.sub for r in scored):
+                sub[key] = math.fsum(w * r.sub[key] for w, r in zip(weights, scored, strict=True))
+        reason = f"weighted mean of {len(scored)} turn{'s' if len(scored) != 1 else ''}"
+        if failed:
+            reason += f"; {len(failed)} failed"
+        return self.result(value, reason, sub=sub, warnings=[warning] if warning else [], usage=_sum_usage(results))
+
+
+def _turn_weight(session: Session, turn: int | None) -> float | None:
+    if turn is None or turn >= len(session.turns):
+        return None
+    return session.turns[turn].weight
+
+
+def _sum_usage(results: list[MetricResult]) -> JudgeUsage | None:
+    usages = [r.usage for r in results if r.usage is not None]
+    if not usages:
+        return None
+    costs = [u.cost for u in usages]
+    return JudgeUsage(
+        model=usages[0].model,
+        calls=sum(u.calls for u in usages),
+        cached=sum(u.cached for u in usages),
+        input_tokens=sum(u.input_tokens for u in usages),
+        output_tokens=sum(u.output_tokens for u in usages),
+        cost=None if any(c is None for c in costs) else math.fsum(c or 0.0 for c in costs),
+        latency_ms=sum(u.latency_ms for u in usages),
+    )
+
+
+_REGISTRY: dict[str, type[Metric]] = {}
+
+
+def register_metric(cls: type[Metric]) -> type[Metric]:
+    """Class decorator: register a metric under its ``name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def metrics() -> list[type[Metric]]:
+    """Every registered metric class, by name."""
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def metric_names() -> list[str]:
+    """Every registered metric's name, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_metric(name: str) -> type[Metric]:
+    """The metric class registered as ``name``."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("metric", name, sorted(_REGISTRY)) from None
+
+
+def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:
+    """A metric from ``name``, ``name:key=value:...``, or ``{"name": ..., "params": {...}}``."""
+    if isinstance(spec, Metric):
+        return spec
+    if isinstance(spec, str):
+        name, *pairs = spec.split(":")
+        params: dict[str, Any] = {}
+        for pair in pairs:
+            key, sep, raw = pair.partition("=")
+            if not sep:
+                raise UsageError(f"metric parameter {pair!r} of {name} should be key=value")
+            params[key.strip()] = _parse_value(raw.strip())
+    else:
+        name, params = spec["name"], dict(spec.get("params") or {})
+    cls = get_metric(name.strip())
+    try:
+        return cls(**params)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in error["loc"])
+        raise UsageError(f"metric {cls.name}: {where}: {error['msg']}") from exc
+
+
+def _parse_value(raw: str) -> Any:
+    import json
+
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw

@@ -1,0 +1,224 @@
+"""Scoring runs: metrics over a dataset of the store, every score saved under its run.
+
+A run is resumable: started again with the same metrics, settings and judge, it skips the
+sessions already scored (and the judge's cache answers any call made before, for free).
+Failures are data: a failed item keeps its error and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import UsageError
+from evalcore.judge import Judge, JudgeConfig
+from evalcore.metrics import Metric, MetricResult, create_metric
+from evalcore.metrics.aggregate import Summary, summarize
+from evalcore.store import Store
+from evalcore.store.queries import SessionFilter, iter_pks
+from evalcore.store.records import StoredSession
+from evalcore.store.runs import Run, Runs, StoreJudgeCache
+
+__all__ = ["RunReport", "score_dataset", "summarize_run", "write_scores_jsonl"]
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class RunReport:
+    """What a scoring run did, and the dataset-level summary of each metric."""
+
+    run: Run
+    resumed: bool
+    sessions: int
+    skipped: int
+    summaries: list[Summary] = field(default_factory=list)
+    judge_requests: int = 0
+    output: str | None = None
+
+
+def _metrics(specs: list[str | dict[str, Any] | Metric]) -> list[Metric]:
+    metrics = [create_metric(s) for s in specs]
+    if not metrics:
+        raise UsageError("name at least one metric")
+    keys = [m.key() for m in metrics]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise UsageError(f"metric given twice: {', '.join(twice)}")
+    return metrics
+
+
+def score_dataset(
+    store: Store,
+    dataset: str,
+    specs: list[str | dict[str, Any] | Metric],
+    *,
+    judge: JudgeConfig | None = None,
+    concurrency: int | None = None,
+    filters: SessionFilter | None = None,
+    resume: bool = True,
+    output: str | os.PathLike[str] | None = None,
+    on_progress: Progress | None = None,
+) -> RunReport:
+    """Score ``dataset`` with ``specs`` (names, ``name:key=value`` or metric objects); see the module doc."""
+    metrics = _metrics(specs)
+    keys = [m.key() for m in metrics]
+    params = {m.key(): {"name": m.name, **m.params()} for m in metrics}
+    judged = [m.key() for m in metrics if m.uses_judge]
+    if judged and judge is None:
+        raise UsageError(
+            f"{', '.join(judged)} need a judge model: set EVALCORE_JUDGE_MODEL (and EVALCORE_BASE_URL) "
+            "or pass --judge-model"
+        )
+    if judge is not None and concurrency:
+        judge.concurrency = concurrency
+    judge_model = judge.model if judged and judge else None
+    runs = Runs(store)
+    pks = list(iter_pks(store, dataset, filters))
+    run = runs.resumable(dataset, keys, params, judge_model) if resume else None
+    resumed = run is not None
+    if run is None:
+        run = runs.create(
+            dataset,
+            keys,
+            params,
+            judge_model=judge_model,
+            judge_base_url=judge.base_url if judged and judge else None,
+            n_items=len(pks) * len(keys),
+        )
+    done = runs.done_sessions(run.id, keys)
+    todo = [pk for pk in pks if pk not in done]
+    client = Judge(judge, StoreJudgeCache(store)) if judged and judge else None
+    width = max(1, (concurrency or (judge.concurrency if judge else 1)) * 2)
+    asyncio.run(
+        _score_all(store, runs, run.id, todo, metrics, client, width, len(pks) - len(todo), len(pks), on_progress)
+    )
+    finished = runs.finish(run.id)
+    report = RunReport(
+        finished,
+        resumed,
+        len(pks),
+        len(pks) - len(todo),
+        summarize_run(store, run.id),
+        client.requests if client else 0,
+    )
+    if output is not None:
+        write_scores_jsonl(store, run.id, output)
+        report.output = str(output)
+    return report
+
+
+async def _score_all(
+    store: Store,
+    runs: Runs,
+    run_id: int,
+    todo: list[int],
+    metrics: list[Metric],
+    judge: Judge | None,
+    width: int,
+    already: int,
+    total: int,
+    on_progress: Progress | None,
+) -> None:
+    pending: list[tuple[int, str, MetricResult]] = []
+    completed = already
+    if on_progress:
+        on_progress(completed, total)
+
+    def collect(stored: StoredSession, results: list[tuple[str, MetricResult]]) -> None:
+        nonlocal completed
+        pending.extend((stored.pk, key, r) for key, r in results)
+        completed += 1
+        if len(pending) >= 2000:
+            flush()
+        if on_progress:
+            on_progress(completed, total)
+
+    def flush() -> None:
+        if pending:
+            runs.write(run_id, pending)
+            pending.clear()
+
+    try:
+        for start in range(0, len(todo), 500):
+            sessions = store.get_many(todo[start : start + 500])
+            if judge is None:  # deterministic only: no tasks, no event-loop overhead per item
+                for stored in sessions:
+                    collect(stored, [(m.key(), r) for m in metrics for r in m.evaluate(stored.session)])
+                continue
+            in_flight: set[asyncio.Task[tuple[StoredSession, list[tuple[str, MetricResult]]]]] = set()
+            for stored in sessions:
+                in_flight.add(asyncio.create_task(_score_one(stored, metrics, judge)))
+                if len(in_flight) >= width:
+                    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
+                        collect(*task.result())
+            if in_flight:
+                for task in (await asyncio.wait(in_flight))[0]:
+                    collect(*task.result())
+    finally:
+        flush()
+        if judge is not None:
+            await judge.aclose()
+
+
+async def _score_one(
+    stored: StoredSession, metrics: list[Metric], judge: Judge
+) -> tuple[StoredSession, list[tuple[str, MetricResult]]]:
+    results: list[tuple[str, MetricResult]] = []
+    for metric in metrics:
+        for result in await metric.evaluate_async(stored.session, judge):
+            results.append((metric.key(), result))
+    return stored, results
+
+
+def summarize_run(store: Store, run_id: int) -> list[Summary]:
+    """Each metric of the run over the dataset: count, mean and interval, failed, not applicable."""
+    runs = Runs(store)
+    run = runs.get(run_id)
+    values: dict[str, list[float]] = defaultdict(list)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in runs.scores(run_id):
+        if row.status == "ok" and row.value is not None:
+            values[row.metric].append(row.value)
+        counts[row.metric][row.status] += 1
+        counts[row.metric]["warnings"] += bool(row.warnings)
+    return [
+        summarize(
+            key,
+            values[key],
+            failed=counts[key]["error"],
+            not_applicable=counts[key]["not_applicable"],
+            warnings=counts[key]["warnings"],
+        )
+        for key in run.metrics
+    ]
+
+
+def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) -> int:
+    """One line per (session, metric): session_id, position, metric, value, reason, error."""
+    count = 0
+    target = Path(path)
+    with open(target, "w", encoding="utf-8") as out:
+        for row in Runs(store).scores(run_id):
+            line: dict[str, Any] = {
+                "session_id": row.session_id,
+                "position": row.position,
+                "metric": row.metric,
+                "value": row.value,
+                "reason": row.reason,
+                "error": row.error,
+            }
+            if row.sub:
+                line["parts"] = row.sub
+            if row.status == "not_applicable":
+                line["not_applicable"] = True
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            count += 1
+    return count
