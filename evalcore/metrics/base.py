@@ -33,12 +33,6 @@ __all__ = [
 Level = Literal["turn", "session"]
 
 
-def _turn_reference(session: Session, turn: Turn, last: bool) -> str | None:
-    if turn.truth.ground_truth:
-        return turn.truth.ground_truth
-    return session.reference if last and session.reference else None
-
-
 #: What a metric may need, and how to tell whether a session has it.
 REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
     "reference_tool_calls": lambda s: s.reference_tool_calls is not None,
@@ -51,7 +45,7 @@ REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
     "rubrics": lambda s: bool(s.rubrics),
     "context": lambda s: bool(s.context),
     "expected_tool_usage": lambda s: any(t.expected_tool_usage for t in s.turns),
-    "goal_or_reference": lambda s: bool(s.goal) or bool(s.reference),
+    "desired_outcome": lambda s: bool(s.reference) or bool(s.goal) or bool(s.expected_facts),
     "answer": lambda s: s.final_answer() is not None,
     "user_message": lambda s: any(m.role == "user" for m in s.messages),
 }

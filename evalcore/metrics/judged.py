@@ -84,11 +84,11 @@ class GoalAnswer(Reasoned):
 
 @register_metric
 class AgentGoalAccuracy(_Judged):
-    """Did the agent reach the desired outcome (the reference answer, else the user's goal)? 1 or 0."""
+    """Did the agent reach the desired outcome (the reference answer, else the goal, else the expected facts)?"""
 
     name: ClassVar[str] = "agent_goal_accuracy"
     description: ClassVar[str] = "judge: end state matches the reference outcome (ragas, with reference)"
-    needs: ClassVar[tuple[str, ...]] = ("goal_or_reference", "user_message")
+    needs: ClassVar[tuple[str, ...]] = ("desired_outcome", "user_message")
     answer_schema: ClassVar[type[BaseModel]] = GoalAnswer
     system: ClassVar[str] = (
         "You judge agentic workflows. Given a conversation between a Human, an AI and its tools, identify the "
@@ -97,7 +97,7 @@ class AgentGoalAccuracy(_Judged):
     )
 
     def prompt(self, session: Session) -> str:
-        desired = session.reference or session.goal or ""
+        desired = session.reference or session.goal or "\n".join(f"- {f}" for f in session.expected_facts or [])
         return f"Workflow:\n{transcript(session.messages)}\n\nDesired outcome:\n{desired}"
 
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
@@ -190,20 +190,13 @@ def _rubric_text(rubric: dict[str, str]) -> str:
     return "\n".join(f"{k}: {v}" for k, v in rubric.items())
 
 
-@register_metric
-class RubricScore(_Judged):
-    """A 1-5 score of the conversation against one rubric for all sessions (default: correctness)."""
-
-    name: ClassVar[str] = "rubric_score"
-    description: ClassVar[str] = "judge: 1-5 score against a rubric given as a parameter (ragas RubricsScore)"
-    needs: ClassVar[tuple[str, ...]] = ("user_message",)
+class _Rubric(_Judged):
     answer_schema: ClassVar[type[BaseModel]] = RubricAnswer
     scale: ClassVar[tuple[float, float]] = (1.0, 5.0)
     system: ClassVar[str] = "Score the conversation from 1 to 5 based only on the scoring rubric, with feedback."
-    rubrics: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_RUBRIC))
 
     def rubric(self, session: Session) -> dict[str, str]:
-        return self.rubrics
+        raise NotImplementedError
 
     def prompt(self, session: Session) -> str:
         text = f"Conversation:\n{transcript(session.messages)}"
@@ -216,7 +209,20 @@ class RubricScore(_Judged):
 
 
 @register_metric
-class InstanceRubricScore(RubricScore):
+class RubricScore(_Rubric):
+    """A 1-5 score of the conversation against one rubric for all sessions (default: correctness)."""
+
+    name: ClassVar[str] = "rubric_score"
+    description: ClassVar[str] = "judge: 1-5 score against a rubric given as a parameter (ragas RubricsScore)"
+    needs: ClassVar[tuple[str, ...]] = ("user_message",)
+    rubrics: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_RUBRIC))
+
+    def rubric(self, session: Session) -> dict[str, str]:
+        return self.rubrics
+
+
+@register_metric
+class InstanceRubricScore(_Rubric):
     """A 1-5 score against the session's own rubric (ragas InstanceRubrics)."""
 
     name: ClassVar[str] = "instance_rubric_score"
