@@ -23,8 +23,8 @@ RAGAS_METRICS = ("tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call
 
 def test_score_output_matches_ragas_for_every_row(ragas_reference: Path, tmp_path: Path) -> None:
     db, out = tmp_path / "r.db", tmp_path / "scores.jsonl"
-    subprocess.run([EVALCORE, "import", str(ragas_reference / "ragas_samples.jsonl"), "--dataset", "ref", "--db", str(db)],
-                   check=True, capture_output=True)  # fmt: skip
+    source = str(ragas_reference / "ragas_samples.jsonl")
+    subprocess.run([EVALCORE, "import", source, "--dataset", "ref", "--db", str(db)], check=True, capture_output=True)
     proc = subprocess.run(
         [
             EVALCORE,
@@ -180,8 +180,10 @@ def test_gaussia_tool_correctness() -> None:
     # sequence: search expected at step 1, used at step 2 -> 0, book -> 0; utilization 0
     assert turn.sub == {"selection": 0.5, "parameters": 0.25, "sequence": 0.0, "utilization": 0.0, "is_correct": 0.0}
     assert turn.value == pytest.approx(0.25 * 0.5 + 0.25 * 0.25)
-    weighted = create_metric({"name": "agentic_tool_correctness", "params": {"weights": {"selection": 1, "parameters": 0,
-                              "sequence": 0, "utilization": 0}, "threshold": 0.5}})  # fmt: skip
+    only_selection = {"selection": 1, "parameters": 0, "sequence": 0, "utilization": 0}
+    weighted = create_metric(
+        {"name": "agentic_tool_correctness", "params": {"weights": only_selection, "threshold": 0.5}}
+    )
     (turn, _) = weighted.evaluate(partial)
     assert turn.value == 0.5 and turn.sub["is_correct"] == 1.0
     unordered = {**expected, "tool_sequence_matters": False}
