@@ -8,6 +8,7 @@ Failures are data: a failed item keeps its error and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections import defaultdict
@@ -20,12 +21,13 @@ from evalcore.errors import UsageError
 from evalcore.judge import Judge, JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize
+from evalcore.schema import Session
 from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import StoredSession
 from evalcore.store.runs import Run, Runs, StoreJudgeCache
 
-__all__ = ["RunReport", "score_dataset", "summarize_run", "write_scores_jsonl"]
+__all__ = ["RunReport", "score_dataset", "score_sessions", "summarize_run", "write_scores_jsonl"]
 
 Progress = Callable[[int, int], None]
 
@@ -77,7 +79,7 @@ def score_dataset(
             "or pass --judge-model"
         )
     if judge is not None and concurrency:
-        judge.concurrency = concurrency
+        judge = dataclasses.replace(judge, concurrency=concurrency)  # the caller's config stays as it was
     judge_model = judge.model if judged and judge else None
     runs = Runs(store)
     pks = list(iter_pks(store, dataset, filters))
@@ -178,17 +180,46 @@ async def _score_one(
     return stored, results
 
 
+def score_sessions(
+    sessions: list[Session],
+    specs: list[str | dict[str, Any] | Metric],
+    *,
+    judge: JudgeConfig | None = None,
+) -> list[dict[str, list[MetricResult]]]:
+    """Score sessions held in memory (no store, nothing saved): for each session, each metric's
+    results keyed by the metric's key (per-turn results first, the session's last)."""
+    metrics = _metrics(specs)
+    judged = [m.key() for m in metrics if m.uses_judge]
+    if judged and judge is None:
+        raise UsageError(f"{', '.join(judged)} need a judge model (a JudgeConfig)")
+    if not judged:
+        keyed = [(m.key(), m) for m in metrics]
+        return [{key: metric.evaluate(session) for key, metric in keyed} for session in sessions]
+
+    async def run() -> list[dict[str, list[MetricResult]]]:
+        assert judge is not None
+        async with Judge(judge) as client:
+            scored = await asyncio.gather(*(_score_one_session(s, metrics, client) for s in sessions))
+        return list(scored)
+
+    return asyncio.run(run())
+
+
+async def _score_one_session(session: Session, metrics: list[Metric], judge: Judge) -> dict[str, list[MetricResult]]:
+    return {m.key(): await m.evaluate_async(session, judge) for m in metrics}
+
+
 def summarize_run(store: Store, run_id: int) -> list[Summary]:
     """Each metric of the run over the dataset: count, mean and interval, failed, not applicable."""
     runs = Runs(store)
     run = runs.get(run_id)
     values: dict[str, list[float]] = defaultdict(list)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for row in runs.scores(run_id):
-        if row.status == "ok" and row.value is not None:
-            values[row.metric].append(row.value)
-        counts[row.metric][row.status] += 1
-        counts[row.metric]["warnings"] += bool(row.warnings)
+    for metric, status, value, warned in runs.session_values(run_id):
+        if status == "ok" and value is not None:
+            values[metric].append(value)
+        counts[metric][status] += 1
+        counts[metric]["warnings"] += warned
     return [
         summarize(
             key,

@@ -47,6 +47,10 @@ def fake_value(schema: dict[str, Any], defs: dict[str, Any], seed: int, name: st
     return f"{name or 'text'} {seed % 97}"
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # 16 clients connecting at once must not overflow the listen backlog
+
+
 class FakeOpenAI:
     """Start with ``with FakeOpenAI() as server:``; ``server.url`` is the base URL (``.../v1``)."""
 
@@ -60,6 +64,7 @@ class FakeOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between headers and body
 
             def log_message(self, *args: object) -> None:  # quiet
                 return
@@ -68,7 +73,7 @@ class FakeOpenAI:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 server.handle(self, body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -260,3 +260,18 @@ def test_scoring_is_resumable_and_errors_are_data(tmp_path: Path, ragas_referenc
             score_dataset(store, "ref", ["turn_count", "turn_count"])
         with pytest.raises(UsageError, match="need a judge model"):
             score_dataset(store, "ref", ["safety"])
+
+
+def test_score_sessions_in_memory(ragas_reference: Path) -> None:
+    from evalcore import read_path
+    from evalcore.scoring import score_sessions
+
+    with read_path(ragas_reference / "ragas_samples.jsonl") as results:
+        sessions = [r.session for r in results if r.session is not None]
+    expected = [json.loads(line) for line in (ragas_reference / "ragas_scores.jsonl").read_text().splitlines()]
+    scored = score_sessions(sessions, list(RAGAS_METRICS))
+    assert [{m: s[m][-1].value for m in RAGAS_METRICS} for s in scored] == [
+        {m: row[m] for m in RAGAS_METRICS} for row in expected
+    ]
+    with pytest.raises(UsageError, match="need a judge model"):
+        score_sessions(sessions[:1], ["correctness"])

@@ -216,8 +216,12 @@ def _retry_after(value: str | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:  # an HTTP date
         moment = email.utils.parsedate_to_datetime(value)
-        return max(0.0, moment.timestamp() - time.time()) if moment else None
+    except (TypeError, ValueError):
+        return None  # unreadable: back off as usual
+    return max(0.0, moment.timestamp() - time.time())
 
 
 def _parse(raw: str, schema: type[T]) -> T:

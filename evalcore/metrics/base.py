@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalcore.errors import UnknownNameError, UsageError
 from evalcore.schema import Session, Turn, resolve_weights
@@ -51,7 +52,8 @@ REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
 }
 
 
-class JudgeUsage(BaseModel):
+@dataclass(slots=True)
+class JudgeUsage:
     """What the judge calls behind one result cost."""
 
     model: str
@@ -63,8 +65,12 @@ class JudgeUsage(BaseModel):
     latency_ms: float = 0.0
 
 
-class MetricResult(BaseModel):
-    """One score: a value with its reason, or an error, or "not applicable" with what was missing."""
+@dataclass(slots=True)
+class MetricResult:
+    """One score: a value with its reason, or an error, or "not applicable" with what was missing.
+
+    A plain dataclass, not a validated model: results are made by metrics, millions per run.
+    """
 
     metric: str
     turn: int | None = None  # None: the whole session
@@ -72,8 +78,8 @@ class MetricResult(BaseModel):
     reason: str | None = None
     error: str | None = None
     not_applicable: str | None = None
-    sub: dict[str, float] = Field(default_factory=dict)  # named parts of the score (precision, recall...)
-    warnings: list[str] = Field(default_factory=list)
+    sub: dict[str, float] = field(default_factory=dict)  # named parts of the score (precision, recall...)
+    warnings: list[str] = field(default_factory=list)
     usage: JudgeUsage | None = None
 
     @property

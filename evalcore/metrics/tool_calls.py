@@ -51,18 +51,29 @@ def tool_call_accuracy(predicted: list[ToolCall], reference: list[ToolCall], *, 
     return score * int(aligned)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _hashable(value: Any) -> Any:
+    # ragas' recursion (dicts to frozensets, lists to tuples), with scalars passed straight through.
     if isinstance(value, dict):
-        return frozenset((k, _hashable(v)) for k, v in value.items())
+        return frozenset((k, v if type(v) in _SCALARS else _hashable(v)) for k, v in value.items())
     if isinstance(value, list | tuple):
-        return tuple(_hashable(v) for v in value)
+        return tuple(v if type(v) in _SCALARS else _hashable(v) for v in value)
     return value
+
+
+def _call_key(call: ToolCall) -> tuple[str, Any]:
+    try:
+        return call.name, frozenset(call.args.items())  # flat arguments: the common case, no recursion
+    except TypeError:
+        return call.name, _hashable(call.args)
 
 
 def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[float, float, float]:
     """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall)."""
-    expected = {(c.name, _hashable(c.args)) for c in reference}
-    actual = {(c.name, _hashable(c.args)) for c in predicted}
+    expected = {_call_key(c) for c in reference}
+    actual = {_call_key(c) for c in predicted}
     tp, fp, fn = len(actual & expected), len(actual - expected), len(expected - actual)
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
@@ -71,8 +82,9 @@ def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[
 
 
 def _describe(predicted: list[ToolCall], reference: list[ToolCall]) -> str:
-    names = ", ".join(c.name for c in predicted) or "none"
-    return f"called {names}; expected {', '.join(c.name for c in reference) or 'none'}"
+    called = ", ".join([c.name for c in predicted]) or "none"
+    expected = ", ".join([c.name for c in reference]) or "none"
+    return f"called {called}; expected {expected}"
 
 
 @register_metric

@@ -67,7 +67,7 @@ def export_dataset(
     """Write ``dataset`` (filtered) to ``path`` in format ``to``; return what was written."""
     fmt = get_format(to)
     f = filters or SessionFilter()
-    store.dataset(dataset)  # raises for an unknown dataset before any file is made
+    store.dataset_id(dataset)  # raises for an unknown dataset before any file is made
     count = 0
     with writer_for(path, fmt) as writer:
         for stored in iter_sessions(store, dataset, f):

@@ -8,21 +8,21 @@ and keeps the reviewers' edits, which live apart from it.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
-from collections.abc import Callable
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from evalcore.convert import FileProblem
-from evalcore.formats import read
-from evalcore.formats.files import ReadResult
-from evalcore.schema import Session
+from evalcore.errors import StoreError
+from evalcore.reading import Event, Row, events, search_text
 from evalcore.store.records import now
-from evalcore.store.store import Store, search_text
+from evalcore.store.store import Store
 
 __all__ = ["ImportReport", "import_file"]
 
@@ -46,28 +46,11 @@ class ImportReport:
         return self.new + self.updated + self.unchanged
 
 
-class _Counting(io.RawIOBase):
-    """A binary reader that counts the bytes read, for progress."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-        self.count = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.raw.read(len(buffer))
-        buffer[: len(data)] = data
-        self.count += len(data)
-        return len(data)
-
-
-def _key(session: Session, source: str) -> str:
-    if session.session_id is not None:
-        return f"id:{session.session_id}"
-    position = session.provenance.position if session.provenance else None
-    return f"pos:{source}:{position}"
+_INSERT_COLUMNS = (
+    "dataset_id, key, session_id, assistant_id, title, status, tags, n_turns, n_messages, n_tool_calls, "
+    "source, format, position, line, data, content_hash, search_text, created_at, updated_at"
+)
+_PARALLEL_FROM = 4 << 20  # bytes: below this, starting a process costs more than it saves
 
 
 def import_file(
@@ -79,105 +62,66 @@ def import_file(
     batch_size: int = 2000,
     on_progress: Callable[[int, int], None] | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
+    workers: int | None = None,
 ) -> ImportReport:
     """Import ``path`` into ``dataset`` (created if needed); bad records are reported and skipped.
 
-    ``on_progress(bytes_read, total_bytes)`` is called after each batch.
+    ``on_progress(bytes_read, total_bytes)`` is called after each batch. With ``workers=2``
+    (the default for files over a few megabytes on a machine with two cores or more) a
+    second process reads and parses the file while this one writes to the database.
     """
-    ds = store.dataset(dataset, create=True)
+    total = os.path.getsize(path)  # a missing file fails here, before anything is made
+    dataset_id = store.dataset(dataset, create=True).id
     report = ImportReport(dataset=dataset)
+    if workers is None:
+        workers = 2 if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
+    args = (str(path), fmt, dataset_id, batch_size)
+    stream = _events_from_worker(*args) if workers > 1 else events(*args)
     source = Path(path).name
-    total = os.path.getsize(path)
-    seen: dict[str, int] = {}
-    # Rows, not sessions, wait for their batch: plain tuples keep the garbage collector idle.
-    batch: list[_Row] = []
-
-    def problem(line: int, level: str, message: str) -> None:
-        item = FileProblem(str(path), line, level, message)
-        report.problems.append(item)
-        if on_problem:
-            on_problem(item)
-
-    with open(path, "rb") as raw:
-        counter = _Counting(raw)
-        stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
-        for result in read(stream, fmt, source=source):
-            if not _accept(result, report, problem):
-                continue
-            assert result.session is not None
-            row = _row(ds.id, source, result.session)
-            if row.key in seen:
-                problem(
-                    result.line,
-                    "error",
-                    f"session {row.key[3:]!r} appears again (first on line {seen[row.key]}); skipped",
-                )
-                report.failed += 1
-                continue
-            seen[row.key] = result.line
-            batch.append(row)
-            if len(batch) >= batch_size:
-                _store_batch(store, ds.id, source, batch, report)
-                batch = []
-                if on_progress:
-                    on_progress(counter.count, total)
-        if batch:
-            _store_batch(store, ds.id, source, batch, report)
+    for event in stream:
+        if event[0] == "problem":
+            item = FileProblem(str(path), event[1], event[2], event[3])
+            report.problems.append(item)
+            if on_problem:
+                on_problem(item)
+        elif event[0] == "batch":
+            _store_batch(store, dataset_id, source, event[1], report)
+            if on_progress:
+                on_progress(event[2], total)
+        else:  # "counts", the last event
+            report.failed, report.warnings, report.format = event[1], event[2], event[3]
     if on_progress:
         on_progress(total, total)
     return report
 
 
-def _accept(result: ReadResult, report: ImportReport, problem: Callable[[int, str, str], None]) -> bool:
-    has_error = False
-    for p in result.problems:
-        problem(result.line, p.level, f"{p.field}: {p.message}" if p.field else p.message)
-        if p.level == "error":
-            has_error = True
-        else:
-            report.warnings += 1
-    if has_error:
-        report.failed += 1
-        return False
-    if result.session is None:
-        return False
-    if result.session.provenance is not None:
-        report.format = result.session.provenance.format
-    return True
+def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
+    """``events``, computed by a second process (``python -m evalcore.reading``) while this
+    one stores what it has sent. Events come pickled through a pipe; if this process dies, the
+    reader's next write fails and it stops."""
+    command = [sys.executable, "-m", "evalcore.reading", json.dumps([path, fmt, dataset_id, batch_size])]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    try:
+        while True:
+            try:
+                event = pickle.load(process.stdout)
+            except EOFError:
+                code = process.wait()
+                raise StoreError(f"the process reading {path} stopped early (exit code {code})") from None
+            if event[0] == "failed":
+                raise StoreError(f"reading {path} failed: {event[1]}")
+            yield event
+            if event[0] == "counts":
+                return
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        process.stdout.close()
 
 
-@dataclass(frozen=True)
-class _Row:
-    """A session ready for the sessions table."""
-
-    key: str
-    content_hash: str
-    values: tuple[Any, ...]  # in _INSERT's column order
-    tags: tuple[str, ...]
-
-
-_INSERT_COLUMNS = (
-    "dataset_id, key, session_id, assistant_id, title, status, tags, n_turns, n_messages, n_tool_calls, "
-    "source, format, position, line, data, content_hash, search_text, created_at, updated_at"
-)
-
-
-def _row(dataset_id: int, source: str, session: Session) -> _Row:
-    data = session.model_dump_json(exclude={"provenance"}, exclude_defaults=True)
-    content_hash = hashlib.sha256(data.encode()).hexdigest()
-    key = _key(session, source)
-    title = next((m.text for m in session.messages if m.role == "user"), "")[:200]
-    p = session.provenance
-    values = (
-        dataset_id, key, session.session_id, session.assistant_id, title, session.status, json.dumps(session.tags),
-        session.n_turns(), len(session.messages), len(session.tool_calls()), p.source if p else None,
-        p.format if p else None, p.position if p else None, p.line if p else None, data, content_hash,
-        search_text(session),
-    )  # fmt: skip
-    return _Row(key, content_hash, values, tuple(session.tags))
-
-
-def _store_batch(store: Store, dataset_id: int, source: str, batch: list[_Row], report: ImportReport) -> None:
+def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], report: ImportReport) -> None:
     stamp = now()
     with store.write() as conn:
         existing: dict[str, tuple[int, str, int]] = {}
@@ -219,7 +163,7 @@ def _store_batch(store: Store, dataset_id: int, source: str, batch: list[_Row], 
                 )
 
 
-def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: _Row, stamp: str, source: str) -> None:
+def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Row, stamp: str, source: str) -> None:
     (_ds, _key_, session_id, assistant_id, title, _status, _tags, n_turns, n_messages, n_calls, _source, fmt,
      position, line, data, content_hash, _text) = row.values  # fmt: skip
     conn.execute(

@@ -114,10 +114,11 @@ def browse(
     f = filters or SessionFilter()
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
-    ds = store.dataset(dataset)
-    body, args = _query(ds.id, f, with_score=sort == "score")
+    body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
     total = store.db.execute(f"SELECT count(*) {body}", args).fetchone()[0]
-    order = f"{SORTS[sort]} {'DESC' if descending else 'ASC'}, s.id"
+    # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
+    direction = "DESC" if descending else "ASC"
+    order = f"{SORTS[sort]} {direction}, s.id {direction}"
     score = "sc.value" if "JOIN scores" in body else "NULL"
     rows = store.db.execute(
         f"SELECT s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
@@ -133,8 +134,7 @@ def browse(
 
 def iter_pks(store: Store, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 1000) -> Iterator[int]:
     """Every matching session's ``pk``, in import order, fetched a chunk at a time."""
-    ds = store.dataset(dataset)
-    body, args = _query(ds.id, filters or SessionFilter(), with_score=False)
+    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
     last = 0
     while True:
         rows = store.db.execute(

@@ -72,12 +72,12 @@ class Runs:
         n_items: int = 0,
     ) -> Run:
         """Start a run of ``metrics`` (their keys) on ``dataset``."""
-        ds = self.store.dataset(dataset)
+        dataset_id = self.store.dataset_id(dataset)
         with self.store.write() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (dataset_id, metrics, params, judge_model, judge_base_url, status, started_at, "
                 "n_items) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                [ds.id, json.dumps(metrics), json.dumps(params), judge_model, judge_base_url, now(), n_items],
+                [dataset_id, json.dumps(metrics), json.dumps(params), judge_model, judge_base_url, now(), n_items],
             )
             run_id = int(cursor.lastrowid or 0)
         return self.get(run_id)
@@ -146,19 +146,20 @@ class Runs:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            conn.execute(
-                "UPDATE runs SET "
-                "n_done = (SELECT count(*) FROM scores WHERE run_id = ?1 AND turn = -1 AND status = 'ok'), "
-                "n_failed = (SELECT count(*) FROM scores WHERE run_id = ?1 AND turn = -1 AND status = 'error'), "
-                "n_not_applicable = (SELECT count(*) FROM scores WHERE run_id = ?1 AND turn = -1 "
-                "AND status = 'not_applicable') WHERE id = ?1",
-                [run_id],
-            )
 
     def finish(self, run_id: int, status: str = "done") -> Run:
-        """Mark the run finished."""
+        """Mark the run finished, with its counts of session scores (counted once, here)."""
         with self.store.write() as conn:
-            conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", [status, now(), run_id])
+            counts = dict(
+                conn.execute(
+                    "SELECT status, count(*) FROM scores WHERE run_id = ? AND turn = -1 GROUP BY status", [run_id]
+                ).fetchall()
+            )
+            conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, n_done = ?, n_failed = ?, n_not_applicable = ? "
+                "WHERE id = ?",
+                [status, now(), counts.get("ok", 0), counts.get("error", 0), counts.get("not_applicable", 0), run_id],
+            )
         return self.get(run_id)
 
     def scores(self, run_id: int, *, turns: bool = False) -> Iterator[ScoreRow]:
@@ -175,6 +176,12 @@ class Runs:
                 r[0], r[1], r[2], r[3], None if r[4] == -1 else r[4], r[5], r[6], r[7], r[8],
                 json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13],
             )  # fmt: skip
+
+    def session_values(self, run_id: int) -> list[tuple[str, str, float | None, int]]:
+        """``(metric, status, value, has warnings)`` of every session-level score of the run."""
+        return self.db.execute(
+            "SELECT metric, status, value, warnings IS NOT NULL FROM scores WHERE run_id = ? AND turn = -1", [run_id]
+        ).fetchall()
 
     def session_scores(self, pk: int) -> list[tuple[Run, ScoreRow]]:
         """Every score of one session, with its run, newest run first."""
