@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -130,6 +131,7 @@ async def _score_all(
 ) -> None:
     pending: list[tuple[int, str, MetricResult]] = []
     completed = already
+    flushed = time.monotonic()
     if on_progress:
         on_progress(completed, total)
 
@@ -137,16 +139,20 @@ async def _score_all(
         nonlocal completed
         pending.extend((stored.pk, key, r) for key, r in results)
         completed += 1
-        if len(pending) >= 2000:
+        # Saved often enough that a hard kill loses little: every 2,000 results or 2 seconds.
+        if len(pending) >= 2000 or time.monotonic() - flushed > 2.0:
             flush()
         if on_progress:
             on_progress(completed, total)
 
     def flush() -> None:
+        nonlocal flushed
         if pending:
             runs.write(run_id, pending)
             pending.clear()
+        flushed = time.monotonic()
 
+    in_flight: set[asyncio.Task[tuple[StoredSession, list[tuple[str, MetricResult]]]]] = set()
     try:
         for start in range(0, len(todo), 500):
             sessions = store.get_many(todo[start : start + 500])
@@ -154,7 +160,6 @@ async def _score_all(
                 for stored in sessions:
                     collect(stored, [(m.key(), r) for m in metrics for r in m.evaluate(stored.session)])
                 continue
-            in_flight: set[asyncio.Task[tuple[StoredSession, list[tuple[str, MetricResult]]]]] = set()
             for stored in sessions:
                 in_flight.add(asyncio.create_task(_score_one(stored, metrics, judge)))
                 if len(in_flight) >= width:
@@ -162,9 +167,13 @@ async def _score_all(
                     for task in finished:
                         collect(*task.result())
             if in_flight:
-                for task in (await asyncio.wait(in_flight))[0]:
+                finished, in_flight = await asyncio.wait(in_flight)
+                for task in finished:
                     collect(*task.result())
     finally:
+        for task in in_flight:  # stopped early: let the calls in flight end before closing the client
+            task.cancel()
+        await asyncio.gather(*in_flight, return_exceptions=True)
         flush()
         if judge is not None:
             await judge.aclose()

@@ -114,8 +114,8 @@ class Metric(BaseModel):
         return self.model_dump(mode="json", exclude_defaults=True)
 
     def spec(self) -> str:
-        """The metric with its parameters, as ``name`` or ``name:key=value:...``."""
-        return ":".join([self.name, *(f"{k}={v}" for k, v in sorted(self.params().items()))])
+        """The metric with its parameters, as ``name`` or ``name:key=value:...`` (``create_metric`` reads it back)."""
+        return ":".join([self.name, *(f"{k}={_spec_value(v)}" for k, v in sorted(self.params().items()))])
 
     def key(self) -> str:
         """The name scores are stored under: the spec, so that one metric with two settings never collides."""
@@ -293,6 +293,12 @@ def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:
         error = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in error["loc"])
         raise UsageError(f"metric {cls.name}: {where}: {error['msg']}") from exc
+
+
+def _spec_value(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _parse_value(raw: str) -> Any:
