@@ -31,6 +31,8 @@ test: lint typecheck pytest
 
 bench: setup
 	$(BIN)/python tests/bench/bench_formats.py
+	$(BIN)/python tests/bench/bench_store.py
+	$(BIN)/python tests/bench/bench_metrics.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench

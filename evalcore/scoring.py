@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import UsageError
+from evalcore.gcpause import paused_gc
 from evalcore.judge import Judge, JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize
@@ -153,12 +154,14 @@ async def _score_all(
         flushed = time.monotonic()
 
     in_flight: set[asyncio.Task[tuple[StoredSession, list[tuple[str, MetricResult]]]]] = set()
+    keyed = [(m.key(), m) for m in metrics]  # a key is computed once, not once per result
     try:
         for start in range(0, len(todo), 500):
             sessions = store.get_many(todo[start : start + 500])
             if judge is None:  # deterministic only: no tasks, no event-loop overhead per item
-                for stored in sessions:
-                    collect(stored, [(m.key(), r) for m in metrics for r in m.evaluate(stored.session)])
+                with paused_gc():
+                    for stored in sessions:
+                        collect(stored, [(key, r) for key, m in keyed for r in m.evaluate(stored.session)])
                 continue
             for stored in sessions:
                 in_flight.add(asyncio.create_task(_score_one(stored, metrics, judge)))
@@ -203,7 +206,8 @@ def score_sessions(
         raise UsageError(f"{', '.join(judged)} need a judge model (a JudgeConfig)")
     if not judged:
         keyed = [(m.key(), m) for m in metrics]
-        return [{key: metric.evaluate(session) for key, metric in keyed} for session in sessions]
+        with paused_gc():
+            return [{key: metric.evaluate(session) for key, metric in keyed} for session in sessions]
 
     async def run() -> list[dict[str, list[MetricResult]]]:
         assert judge is not None

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from sqlite_utils import Database
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.gcpause import paused_gc
 from evalcore.reading import search_text
 from evalcore.schema import Provenance, Session, TurnTruth, validate_session
 from evalcore.store.migrations import migrations
@@ -140,6 +141,11 @@ class Store:
     def get_many(self, pks: list[int]) -> list[StoredSession]:
         """The sessions stored under ``pks``, in that order (missing ones left out)."""
         found: dict[int, StoredSession] = {}
+        with paused_gc():
+            self._load_many(pks, found)
+        return [found[pk] for pk in pks if pk in found]
+
+    def _load_many(self, pks: list[int], found: dict[int, StoredSession]) -> None:
         for start in range(0, len(pks), 500):
             chunk = pks[start : start + 500]
             rows = self.db.execute(
@@ -149,7 +155,6 @@ class Store:
             ).fetchall()
             for row in rows:
                 found[row[0]] = self._stored(row)
-        return [found[pk] for pk in pks if pk in found]
 
     def find(self, dataset: str, session_id: str) -> int:
         """The ``pk`` of the session with ``session_id`` in ``dataset``."""

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/../.."
 
 PYTHON=${PYTHON:-python3}
 VENV=.bench/ragas-venv
-REQUIREMENTS=("ragas==0.4.3" "langchain-community<0.4")
+# ragas does not install the libraries its string metrics call; the string references need them.
+REQUIREMENTS=("ragas==0.4.3" "langchain-community<0.4" "rapidfuzz==3.14.6" "sacrebleu==2.6.0" "rouge-score==0.1.2")
 STAMP=$VENV/.installed
 
 # The check that decides "already installed": the stamp names exactly these requirements,
