@@ -1,6 +1,13 @@
 """Metrics: deterministic ones (the default, no model needed) and LLM judges, in one registry."""
 
-from evalcore.metrics import counts, judged, strings, tool_calls  # noqa: F401  (importing registers them)
+from evalcore.metrics import (  # noqa: F401  (importing registers them)
+    counts,
+    databricks_judges,
+    gaussia_judges,
+    judged,
+    strings,
+    tool_calls,
+)
 from evalcore.metrics.base import (
     REQUIREMENTS,
     JudgeUsage,
