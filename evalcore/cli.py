@@ -6,11 +6,11 @@ import argparse
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from evalcore.convert import ConvertReport, convert_file, validate_file
+from evalcore.convert import convert_file, validate_file
 from evalcore.errors import EvalcoreError, UsageError
 from evalcore.formats import formats
 from evalcore.progress import ProgressBar
@@ -83,7 +83,9 @@ def _parser() -> argparse.ArgumentParser:
         help="one metric spec (repeatable; for values with commas)",
     )
     score.add_argument("--output", metavar="OUT.jsonl", help="also write one JSON line per (session, metric)")
-    score.add_argument("--concurrency", type=int, metavar="N", help="judge calls in flight at once (default 8)")
+    score.add_argument(
+        "--concurrency", type=_positive(int), metavar="N", help="judge calls in flight at once (default 8)"
+    )
     score.add_argument("--judge-model", metavar="MODEL", help="judge model (default: $EVALCORE_JUDGE_MODEL)")
     score.add_argument(
         "--base-url",
@@ -92,8 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--api-key", metavar="KEY", help="API key (default: $EVALCORE_API_KEY, else $OPENAI_API_KEY)")
     score.add_argument("--prices", metavar="FILE", help='JSON {"model": [input, output]} in $ per million tokens')
-    score.add_argument("--timeout", type=float, metavar="S", help="seconds before a judge call times out (default 60)")
-    score.add_argument("--max-retries", type=int, metavar="N", help="retries of a failed judge call (default 4)")
+    score.add_argument(
+        "--timeout", type=_positive(float), metavar="S", help="seconds before a judge call times out (default 60)"
+    )
+    score.add_argument(
+        "--max-retries", type=_positive(int, zero=True), metavar="N", help="retries of a failed judge call (default 4)"
+    )
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
     score.add_argument("--db", default=None, help=db_help)
 
@@ -102,9 +108,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_problems(report: ConvertReport, err: TextIO) -> None:
-    for problem in report.problems:
-        print(problem, file=err)
+def _positive(kind: type[int] | type[float], *, zero: bool = False) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value < 0 or (value == 0 and not zero):
+            raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'more than 0'}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its message
+    return parse
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,15 +8,16 @@ Failures are data: a failed item keeps its error and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evalcore.errors import UsageError
 from evalcore.gcpause import paused_gc
@@ -32,6 +33,7 @@ from evalcore.store.runs import Run, Runs, StoreJudgeCache
 __all__ = ["RunReport", "score_dataset", "score_sessions", "summarize_run", "write_scores_jsonl"]
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 @dataclass
@@ -73,7 +75,9 @@ def score_dataset(
     """Score ``dataset`` with ``specs`` (names, ``name:key=value`` or metric objects); see the module doc."""
     metrics = _metrics(specs)
     keys = [m.key() for m in metrics]
-    params = {m.key(): {"name": m.name, **m.params()} for m in metrics}
+    params: dict[str, Any] = {m.key(): {"name": m.name, **m.params()} for m in metrics}
+    if filters is not None and filters.as_dict():
+        params["__filters__"] = filters.as_dict()  # a run resumes only over the same selection
     judged = [m.key() for m in metrics if m.uses_judge]
     if judged and judge is None:
         raise UsageError(
@@ -96,13 +100,13 @@ def score_dataset(
             judge_base_url=judge.base_url if judged and judge else None,
             n_items=len(pks) * len(keys),
         )
+    elif run.n_items != len(pks) * len(keys):
+        run = runs.set_items(run.id, len(pks) * len(keys))  # the dataset grew (or shrank) since
     done = runs.done_sessions(run.id, keys)
     todo = [pk for pk in pks if pk not in done]
     client = Judge(judge, StoreJudgeCache(store)) if judged and judge else None
     width = max(1, (concurrency or (judge.concurrency if judge else 1)) * 2)
-    asyncio.run(
-        _score_all(store, runs, run.id, todo, metrics, client, width, len(pks) - len(todo), len(pks), on_progress)
-    )
+    _run(_score_all(store, runs, run.id, todo, metrics, client, width, len(pks) - len(todo), len(pks), on_progress))
     finished = runs.finish(run.id)
     report = RunReport(
         finished,
@@ -215,7 +219,17 @@ def score_sessions(
             scored = await asyncio.gather(*(_score_one_session(s, metrics, client) for s in sessions))
         return list(scored)
 
-    return asyncio.run(run())
+    return _run(run())
+
+
+def _run(work: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to its end, also from code that already runs an event loop (a notebook)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # a loop of its own, on a thread
+        return pool.submit(asyncio.run, work).result()
 
 
 async def _score_one_session(session: Session, metrics: list[Metric], judge: Judge) -> dict[str, list[MetricResult]]:

@@ -148,3 +148,23 @@ def test_export_errors_are_usage_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "--min-score and --max-score need --run and --metric" in proc.stderr
     proc = run("export", "--dataset", "x", "--to", "ragas", "-o", "o", "--status", "done", "--db", str(db))
     assert proc.returncode == 2
+
+
+def test_score_options_are_checked(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    proc = run("score", "--dataset", "d", "--metrics", "turn_count", "--max-retries", "-1", "--db", db)
+    assert proc.returncode == 2 and "must be 0 or more" in proc.stderr
+    proc = run("score", "--dataset", "d", "--metrics", "turn_count", "--timeout", "0", "--db", db)
+    assert proc.returncode == 2 and "must be more than 0" in proc.stderr
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"m": {"in": 1}}')
+    env = {**os.environ, "EVALCORE_JUDGE_MODEL": "m"}
+    proc = subprocess.run(
+        [EVALCORE, "score", "--dataset", "d", "--metrics", "safety", "--prices", str(prices), "--db", db],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "cannot read prices" in proc.stderr and "Traceback" not in proc.stderr
+    not_db = tmp_path / "x.txt"
+    not_db.write_text("not a database\n" * 100)
+    proc = run("export", "--dataset", "d", "--to", "ragas", "-o", str(tmp_path / "o"), "--db", str(not_db))
+    assert proc.returncode == 2 and "cannot open the database" in proc.stderr and "Traceback" not in proc.stderr

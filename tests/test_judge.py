@@ -926,3 +926,40 @@ def test_cli_exits_1_when_judge_calls_fail_and_keeps_the_error(server: FakeOpenA
     assert len(lines) == 6 and len(failed) == 1
     assert failed[0]["value"] is None
     assert failed[0]["error"].startswith("JudgeError: gave up after 1 tries: HTTP 500: ")
+
+
+def test_a_failed_exchange_is_not_cached_and_its_cost_is_kept(server: FakeOpenAI, config: JudgeConfig) -> None:
+    server.queue("malformed", "malformed")
+    cache = MemoryCache()
+    judge = Judge(config, cache)
+
+    async def go() -> None:
+        async with judge:
+            await judge.ask(SYSTEM, USER, Answer)
+
+    with pytest.raises(JudgeError) as caught:
+        asyncio.run(go())
+    verdict = caught.value.verdict
+    assert verdict is not None and verdict.calls == 2 and verdict.input_tokens > 0
+    assert verdict.cost == pytest.approx(expected_cost(verdict.input_tokens, verdict.output_tokens))
+    assert cache.calls == {}  # nothing kept: a new run asks again
+    (again,), sent = ask(config, cache=cache)
+    assert sent == 1 and again.answer is not None and len(cache.calls) == 1
+
+
+def test_a_metric_that_fails_keeps_what_its_calls_cost(server: FakeOpenAI, config: JudgeConfig) -> None:
+    from evalcore.schema import Message, Session
+
+    session = Session(
+        messages=[Message(role="user", content="hi"), Message(role="assistant", content="hello")],
+        reference="hello",
+    )
+    server.queue("malformed", "malformed")
+
+    async def go() -> Any:
+        async with Judge(config) as judge:
+            return await create_metric("correctness").evaluate_async(session, judge)
+
+    (result,) = asyncio.run(go())
+    assert result.status == "error" and "not valid even after a repair" in (result.error or "")
+    assert result.usage is not None and result.usage.calls == 2 and result.usage.model == config.model

@@ -275,3 +275,20 @@ def test_score_sessions_in_memory(ragas_reference: Path) -> None:
     ]
     with pytest.raises(UsageError, match="need a judge model"):
         score_sessions(sessions[:1], ["correctness"])
+
+
+def test_json_metric_specs_and_scoring_inside_an_event_loop(ragas_reference: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    spec = '{"name": "aspect_critique", "params": {"aspect": "tone", "definition": "Polite: never curt, see https://x.example"}}'
+    metric = create_metric(spec)
+    assert metric.params()["definition"].startswith("Polite: never curt")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        create_metric("{nope")
+    with Store(tmp_path / "s.db") as store:
+        import_file(store, ragas_reference / "ragas_samples.jsonl", "ref")
+
+        async def in_a_notebook() -> int:  # a running loop, as in Jupyter
+            return score_dataset(store, "ref", ["tool_call_f1"]).run.n_done
+
+        assert asyncio.run(in_a_notebook()) == 300

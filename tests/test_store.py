@@ -10,6 +10,7 @@ import pytest
 from formats_util import load_output, write_jsonl
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.schema import validate_session
 from evalcore.store import Store, import_file
 from evalcore.store.exports import export_dataset, manifest_path
 from evalcore.store.queries import SessionFilter, browse, fts_query
@@ -254,3 +255,59 @@ def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_fil
     assert stored.session.scores == {"reward": 0.0} and stored.session.reference_tool_calls
     assert browse(store, "tau", SessionFilter(search="baggage")).total > 0
     assert fts_query('certificate "x') == '"certificate" "x"'
+
+
+def test_restore_is_one_save_and_swapped_qa_ids_are_fine(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
+    (pk,) = store.pks("d")
+    v = store.save(pk, {"qa_id": "x"}, base_version=1, author="ana", turn=0)
+    v = store.save(pk, {"qa_id": "y"}, base_version=v, author="ana", turn=1)
+    first = store.history(pk)[-1].id
+    v = store.save(pk, {"qa_id": "tmp"}, base_version=v, author="ben", turn=0)
+    v = store.save(pk, {"qa_id": "x"}, base_version=v, author="ben", turn=1)
+    v = store.save(pk, {"qa_id": "y"}, base_version=v, author="ben", turn=0)
+    v = store.save(pk, {"reference": "r"}, base_version=v, author="ben")
+    assert [t.qa_id for t in store.get(pk).session.turns] == ["y", "x"]
+    restored = store.restore(pk, first, base_version=v, author="cy")
+    assert restored == v + 1  # every field back in one version
+    stored = store.get(pk)
+    assert [t.qa_id for t in stored.session.turns] == ["x", "y"] and stored.session.reference is None
+
+
+def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, tmp_path: Path) -> None:
+    source = write_jsonl(tmp_path / "s.jsonl", [_gaussia("s-1")])
+    import_file(store, source, "d")
+    pk = store.find("d", "s-1")
+    v = store.save(pk, {"ground_truth": "about refunds"}, base_version=1, author="ana", turn=1)
+    shorter = _gaussia("s-1")
+    shorter["conversation"] = shorter["conversation"][:1]  # type: ignore[index]
+    write_jsonl(source, [shorter])
+    assert import_file(store, source, "d").updated == 1
+    v = store.get(pk).version
+    v = store.set_status(pk, "approved", base_version=v, author="ana")  # not blocked by the stale turn
+    v = store.save(pk, {"ground_truth": None}, base_version=v, author="ana", turn=1)  # and it can be cleared
+    session = store.get(pk).session
+    assert len(session.turns) == 1 and session.status == "approved"  # the cleared turn is gone
+    assert not [p for p in validate_session(session) if p.level == "error"]
+
+
+def test_filters_that_cannot_mean_anything_are_refused(store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia("a")]), "d")
+    with pytest.raises(UsageError, match="has no word to look for"):
+        browse(store, "d", SessionFilter(search="!!!"))
+    with pytest.raises(UsageError, match="needs both a run and a metric"):
+        browse(store, "d", SessionFilter(min_score=0.5))
+    with pytest.raises(UsageError, match="needs both a run and a metric"):
+        browse(store, "d", SessionFilter(metric="exact_match"))
+    with pytest.raises(NotFoundError, match="no run #99"):
+        export_dataset(store, "d", tmp_path / "o.jsonl", "ragas", SessionFilter(run_id=99, metric="m"))
+    assert browse(store, "d", SessionFilter(search="  ")).total == 1  # blank: no filter
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    from evalcore.errors import StoreError
+
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("hello, this is not SQLite\n" * 100)
+    with pytest.raises(StoreError, match="cannot open the database .*notes.txt"):
+        Store(not_db)

@@ -451,3 +451,26 @@ def test_many_concurrent_savers_every_success_is_in_history(tmp_path: Path, raga
     for r in got:  # each process saw its own saves in increasing versions
         versions = [v for _, v in r["saved"]]
         assert versions == sorted(versions)
+
+
+def test_a_new_database_opened_by_many_processes_at_once(tmp_path: Path) -> None:
+    """Six processes creating and migrating the same new file: all succeed, migrations run once."""
+    code = "import sys; from evalcore.store import Store; Store(sys.argv[1]).close()"
+    for trial in range(2):
+        db = tmp_path / f"new-{trial}.db"
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, str(db)], stderr=subprocess.PIPE, text=True) for _ in range(6)
+        ]
+        try:
+            errors = [p.communicate(timeout=60)[1] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        assert [p.returncode for p in procs] == [0] * 6, errors
+        conn = sqlite3.connect(db)
+        try:
+            assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == 1
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        finally:
+            conn.close()

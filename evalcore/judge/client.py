@@ -31,7 +31,15 @@ _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 class JudgeError(EvalcoreError):
-    """The judge could not give a usable answer (after retries and one repair)."""
+    """The judge could not give a usable answer (after retries and one repair).
+
+    ``verdict`` holds what the calls made before the failure cost, when there were any.
+    """
+
+    def __init__(self, message: str, verdict: Verdict | None = None) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,37 +124,54 @@ class Judge:
         return self._client
 
     async def ask(self, system: str, user: str, schema: type[T]) -> Verdict:
-        """Ask, parse the JSON answer into ``schema``; on a bad answer, ask once more to repair it."""
+        """Ask, parse the JSON answer into ``schema``; on a bad answer, ask once more to repair it.
+
+        Only exchanges that end in a usable answer are cached (a repaired one with its bad first
+        answer, so that a new run replays it for free); a new run asks again what failed before.
+        """
         instructions = (
             f"{system}\n\nAnswer with a single JSON object, and nothing else, that matches this JSON schema:\n"
             f"{json.dumps(schema.model_json_schema(), ensure_ascii=False)}"
         )
         messages = [{"role": "system", "content": instructions}, {"role": "user", "content": user}]
         verdict = Verdict(answer=None, raw="")
-        raw = await self._complete(messages, verdict)
         try:
-            verdict.answer = _parse(raw, schema)
+            raw, first = await self._complete(messages, verdict)
+            try:
+                verdict.answer = _parse(raw, schema)
+                self._keep(first)
+                return verdict
+            except (ValueError, ValidationError) as exc:
+                problem = _explain(exc)
+            messages += [
+                {"role": "assistant", "content": raw},
+                {
+                    "role": "user",
+                    "content": f"That answer is not usable: {problem}. Reply with only the corrected JSON object.",
+                },
+            ]
+            raw, call = await self._complete(messages, verdict)
+            try:
+                verdict.answer = _parse(raw, schema)
+            except (ValueError, ValidationError) as exc:
+                message = f"the judge's answer is not valid even after a repair: {_explain(exc)}; answer: {raw[:200]!r}"
+                raise JudgeError(message) from exc
+            self._keep(first)
+            self._keep(call)
             return verdict
-        except (ValueError, ValidationError) as exc:
-            problem = _explain(exc)
-        messages += [
-            {"role": "assistant", "content": raw},
-            {
-                "role": "user",
-                "content": f"That answer is not usable: {problem}. Reply with only the corrected JSON object.",
-            },
-        ]
-        raw = await self._complete(messages, verdict)
-        try:
-            verdict.answer = _parse(raw, schema)
-        except (ValueError, ValidationError) as exc:
-            raise JudgeError(
-                f"the judge's answer is not valid even after a repair: {_explain(exc)}; answer: {raw[:200]!r}"
-            ) from exc
-        return verdict
+        except JudgeError as exc:
+            exc.verdict = verdict  # what the calls made so far cost
+            exc.model = self.config.model
+            raise
 
-    async def _complete(self, messages: list[dict[str, str]], verdict: Verdict) -> str:
-        request: dict[str, Any] = {"model": self.config.model, "messages": messages, "temperature": 0}
+    def _keep(self, call: CachedCall | None) -> None:
+        if call is not None:
+            self.cache.put(call)
+
+    async def _complete(self, messages: list[dict[str, str]], verdict: Verdict) -> tuple[str, CachedCall | None]:
+        """One call: the raw answer, and the call to cache once the answer proves usable
+        (``None`` when it came from the cache)."""
+        request: dict[str, Any] = {"model": self.config.model, "messages": list(messages), "temperature": 0}
         if self.config.json_mode:
             request["response_format"] = {"type": "json_object"}
         key = hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -155,7 +180,7 @@ class Judge:
         if cached is not None:
             verdict.cached += 1
             verdict.raw = cached.response
-            return cached.response
+            return cached.response, None
         started = time.monotonic()
         body = await self._post(request)
         verdict.latency_ms += (time.monotonic() - started) * 1000
@@ -171,8 +196,7 @@ class Judge:
         cost = self.config.cost(tokens_in, tokens_out)
         verdict.cost = None if cost is None or verdict.cost is None else verdict.cost + cost
         verdict.raw = raw
-        self.cache.put(CachedCall(key, self.config.model, request, raw, tokens_in, tokens_out))
-        return str(raw)
+        return str(raw), CachedCall(key, self.config.model, request, raw, tokens_in, tokens_out)
 
     async def _post(self, request: dict[str, Any]) -> dict[str, Any]:
         client = self._http()

@@ -32,7 +32,7 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
             extra = json.loads(Path(source).read_text(encoding="utf-8"))
             for model, pair in extra.items():
                 prices[model] = (float(pair[0]), float(pair[1]))
-        except (OSError, ValueError, TypeError, IndexError, AttributeError) as exc:
+        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
             raise UsageError(
                 f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
             ) from exc

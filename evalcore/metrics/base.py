@@ -193,8 +193,8 @@ class Metric(BaseModel):
         try:
             result: MetricResult = await work
             return result
-        except Exception as exc:  # the judge's failures are data, kept with the item
-            return self.result(None, turn=turn, error=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # the judge's failures are data, kept with the item, with what they cost
+            return self.result(None, turn=turn, error=f"{type(exc).__name__}: {exc}", usage=_usage_of_failure(exc))
 
     # -- rolling turns up ------------------------------------------------------------------
 
@@ -221,6 +221,22 @@ class Metric(BaseModel):
         if failed:
             reason += f"; {len(failed)} failed"
         return self.result(value, reason, sub=sub, warnings=[warning] if warning else [], usage=_sum_usage(results))
+
+
+def _usage_of_failure(exc: Exception) -> JudgeUsage | None:
+    verdict = getattr(exc, "verdict", None)
+    model = getattr(exc, "model", None) or "judge"
+    if verdict is None or not (verdict.calls or verdict.cached):
+        return None
+    return JudgeUsage(
+        model=model,
+        calls=verdict.calls,
+        cached=verdict.cached,
+        input_tokens=verdict.input_tokens,
+        output_tokens=verdict.output_tokens,
+        cost=verdict.cost,
+        latency_ms=verdict.latency_ms,
+    )
 
 
 def _turn_weight(session: Session, turn: int | None) -> float | None:
@@ -273,9 +289,18 @@ def get_metric(name: str) -> type[Metric]:
 
 
 def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:
-    """A metric from ``name``, ``name:key=value:...``, or ``{"name": ..., "params": {...}}``."""
+    """A metric from ``name``, ``name:key=value:...``, or ``{"name": ..., "params": {...}}`` (also as JSON text)."""
     if isinstance(spec, Metric):
         return spec
+    if isinstance(spec, str) and spec.lstrip().startswith("{"):
+        import json
+
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"metric spec {spec!r} is not valid JSON: {exc.msg}") from exc
+        if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
+            raise UsageError('a JSON metric spec needs a "name" (and may have "params")')
     if isinstance(spec, str):
         name, *pairs = spec.split(":")
         params: dict[str, Any] = {}

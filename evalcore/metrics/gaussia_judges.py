@@ -112,7 +112,8 @@ class GaussiaConversational(_TurnJudged):
             "does not refer to the past; otherwise rate how well earlier details are recalled. Rate Grice's maxims "
             "of quality, quantity, relation and manner, and sensibleness (makes sense in context), all 0 to 10."
         )
-        earlier = [m for m in session.messages[: session.messages.index(turn.messages[0])] if m.role != "system"]
+        start = next(i for i, m in enumerate(session.messages) if m is turn.messages[0])  # by identity, not value
+        earlier = [m for m in session.messages[:start] if m.role != "system"]
         user = "\n\n".join(
             p
             for p in (

@@ -68,6 +68,10 @@ def export_dataset(
     fmt = get_format(to)
     f = filters or SessionFilter()
     store.dataset_id(dataset)  # raises for an unknown dataset before any file is made
+    if f.run_id is not None:
+        from evalcore.store.runs import Runs
+
+        Runs(store).get(f.run_id)  # an unknown run is an error, not an empty export
     count = 0
     with writer_for(path, fmt) as writer:
         for stored in iter_sessions(store, dataset, f):

@@ -69,9 +69,10 @@ def fts_query(text: str) -> str | None:
 def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str, list[Any]]:
     sql = ["FROM sessions s"]
     args: list[Any] = []
-    if f.run_id is not None or with_score:
+    scored = f.min_score is not None or f.max_score is not None or f.metric is not None
+    if f.run_id is not None or with_score or scored:
         if f.run_id is None or f.metric is None:
-            raise UsageError("a score filter or sort needs a run and a metric")
+            raise UsageError("a score filter or sort needs both a run and a metric")
         sql.append("JOIN scores sc ON sc.session_pk = s.id AND sc.run_id = ? AND sc.metric = ? AND sc.turn = -1")
         args += [f.run_id, f.metric]
     where = ["s.dataset_id = ?"]
@@ -88,7 +89,10 @@ def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str,
     if f.assistant:
         where.append("s.assistant_id = ?")
         args.append(f.assistant)
-    if f.search and (match := fts_query(f.search)):
+    if f.search is not None and f.search.strip():
+        match = fts_query(f.search)
+        if match is None:
+            raise UsageError(f"the search {f.search!r} has no word to look for")
         where.append("s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)")
         args.append(match)
     if f.min_score is not None:

@@ -147,6 +147,12 @@ class Runs:
                 rows,
             )
 
+    def set_items(self, run_id: int, n_items: int) -> Run:
+        """Record how many (session, metric) items the run covers."""
+        with self.store.write() as conn:
+            conn.execute("UPDATE runs SET n_items = ? WHERE id = ?", [n_items, run_id])
+        return self.get(run_id)
+
     def finish(self, run_id: int, status: str = "done") -> Run:
         """Mark the run finished, with its counts of session scores (counted once, here)."""
         with self.store.write() as conn:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,7 +20,7 @@ import orjson
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, StoreError, UsageError
 from evalcore.gcpause import paused_gc
 from evalcore.reading import search_text
 from evalcore.schema import Provenance, Session, TurnTruth, validate_session
@@ -40,13 +42,31 @@ class Store:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = 30.0) -> None:
         self.path = str(path or default_db_path())
-        conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
-        self.db = Database(conn)
-        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        self._migrate()
+        self.busy_timeout = busy_timeout
+        self._lock = threading.RLock()  # one write transaction at a time on this connection
+        try:
+            conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
+            self.db = Database(conn)
+            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+            self._retry_locked(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+
+    def _retry_locked(self, action: Callable[[], object]) -> None:
+        # Some steps of opening a brand-new file (the journal mode) are refused, not queued, while
+        # another process sets the same file up: try again until the busy timeout has passed.
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                action()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _migrate(self) -> None:
         known = {m.name for m in migrations._migrations}
@@ -55,12 +75,12 @@ class Store:
             raise SchemaVersionError(
                 f"{self.path} was written by a newer evalcore (migrations {', '.join(unknown)}); upgrade evalcore"
             )
-        if migrations.pending(self.db):
-            try:
-                migrations.apply(self.db)
-            except sqlite3.OperationalError:
-                if migrations.pending(self.db):  # not another process that got there first
-                    raise
+        if not migrations.pending(self.db):
+            return
+        # One process migrates at a time: the others wait on the write lock, then find nothing pending.
+        with self.write():
+            if migrations.pending(self.db):
+                migrations.apply(self.db)  # its own transactions become savepoints inside this one
 
     def close(self) -> None:
         """Close the connection."""
@@ -76,13 +96,15 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the write lock at once (so it waits, never deadlocks)."""
         conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:  # SQLite may have rolled back already (a full disk, say)
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     # -- datasets ---------------------------------------------------------------------------
 
@@ -243,6 +265,47 @@ class Store:
         if unknown:
             where = "a turn" if turn is not None else "a session"
             raise UsageError(f"cannot edit {', '.join(unknown)} of {where}; editable: {', '.join(allowed)}")
+        return self._save_all(pk, [(turn, changes)], base_version=base_version, author=author, reason=reason)
+
+    def set_status(self, pk: int, status: str, *, base_version: int, author: str, reason: str | None = None) -> int:
+        """Set the review status (``todo``, ``in_progress``, ``approved``, ``rejected``, ``flagged``)."""
+        return self.save(pk, {"status": status}, base_version=base_version, author=author, reason=reason)
+
+    def restore(self, pk: int, edit_id: int, *, base_version: int, author: str) -> int:
+        """Bring every edited field back to its value right after edit ``edit_id``, in one save."""
+        target = self.state_at(pk, edit_id)
+        current = self.get(pk).session
+        groups: list[tuple[int | None, dict[str, Any]]] = []
+        session_changes = {
+            f: _jsonable(getattr(target, f))
+            for f in (*SESSION_FIELDS, "status", "tags")
+            if getattr(target, f) != getattr(current, f)
+        }
+        if session_changes:
+            groups.append((None, session_changes))
+        for index in range(max(len(target.turns), len(current.turns))):
+            old = current.turns[index] if index < len(current.turns) else TurnTruth()
+            new = target.turns[index] if index < len(target.turns) else TurnTruth()
+            turn_changes = {f: getattr(new, f) for f in TURN_FIELDS if getattr(new, f) != getattr(old, f)}
+            if turn_changes:
+                groups.append((index, turn_changes))
+        reason = f"restored to the state after edit #{edit_id}"
+        return self._save_all(pk, groups, base_version=base_version, author=author, reason=reason)
+
+    def _save_all(
+        self,
+        pk: int,
+        groups: list[tuple[int | None, dict[str, Any]]],
+        *,
+        base_version: int,
+        author: str,
+        reason: str | None,
+    ) -> int:
+        """Apply every group of changes (per turn, or ``None`` for the session) as one new version.
+
+        Only the final state is checked, so that changes which are valid together (two qa_ids
+        swapped, say) are accepted; a problem the session already had does not block a save.
+        """
         if not author:
             raise UsageError("every edit needs an author")
         with self.write() as conn:
@@ -255,53 +318,29 @@ class Store:
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
             session = stored.session.model_copy(deep=True)
-            edits: list[tuple[str, Any, Any]] = []
-            for name, value in changes.items():
-                old = _get(session, name, turn)
-                value = _set(session, name, turn, value)
-                if old != value:
-                    edits.append((name, old, value))
+            edits: list[tuple[int | None, str, Any, Any]] = []
+            for turn, changes in groups:
+                for name, value in changes.items():
+                    old = _get(session, name, turn)
+                    value = _set(session, name, turn, value)
+                    if old != value:
+                        edits.append((turn, name, old, value))
             if not edits:
                 return stored.version
-            _check(session)
+            _trim_turns(session)
+            _check(session, before=stored.session)
             version = stored.version + 1
             stamp = now()
             conn.executemany(
                 "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (pk, turn, name, _dumps(old), _dumps(new), author, stamp, reason, version)
-                    for name, old, new in edits
+                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version)
+                    for t, name, old, new in edits
                 ],
             )
-            self._update_row(conn, pk, session, version, stamp, author, len(edits), [e[0] for e in edits])
+            self._update_row(conn, pk, session, version, stamp, author, len(edits), [e[1] for e in edits])
             return version
-
-    def set_status(self, pk: int, status: str, *, base_version: int, author: str, reason: str | None = None) -> int:
-        """Set the review status (``todo``, ``in_progress``, ``approved``, ``rejected``, ``flagged``)."""
-        return self.save(pk, {"status": status}, base_version=base_version, author=author, reason=reason)
-
-    def restore(self, pk: int, edit_id: int, *, base_version: int, author: str) -> int:
-        """Bring every edited field back to its value right after edit ``edit_id`` (as new edits)."""
-        target = self.state_at(pk, edit_id)
-        current = self.get(pk).session
-        reason = f"restored to the state after edit #{edit_id}"
-        version = base_version
-        session_changes = {
-            f: getattr(target, f)
-            for f in (*SESSION_FIELDS, "status", "tags")
-            if getattr(target, f) != getattr(current, f)
-        }
-        if session_changes:
-            dumped = {k: _jsonable(v) for k, v in session_changes.items()}
-            version = self.save(pk, dumped, base_version=version, author=author, reason=reason)
-        for index in range(max(len(target.turns), len(current.turns))):
-            old = current.turns[index] if index < len(current.turns) else TurnTruth()
-            new = target.turns[index] if index < len(target.turns) else TurnTruth()
-            turn_changes = {f: getattr(new, f) for f in TURN_FIELDS if getattr(new, f) != getattr(old, f)}
-            if turn_changes:
-                version = self.save(pk, turn_changes, base_version=version, author=author, turn=index, reason=reason)
-        return version
 
     def _conflict(self, conn: sqlite3.Connection, stored: StoredSession, base_version: int) -> ConflictError:
         rows = conn.execute(
@@ -398,7 +437,8 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
             setattr(session, name, getattr(checked, name))
             return _jsonable(getattr(session, name))
         n_user = sum(1 for m in session.messages if m.role == "user")
-        if not 0 <= turn < n_user:
+        # A turn beyond the conversation (left by a re-import that dropped turns) can still be edited, to clear it.
+        if not 0 <= turn < max(n_user, len(session.turns)):
             raise UsageError(f"turn {turn} does not exist; the session has {n_user} turns")
         while len(session.turns) <= turn:
             session.turns.append(TurnTruth())
@@ -411,10 +451,12 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
         raise UsageError(f"{where}: {error['msg']}") from exc
 
 
-def _check(session: Session) -> None:
-    errors = [p for p in validate_session(session) if p.level == "error"]
+def _check(session: Session, *, before: Session) -> None:
+    """Refuse a save that brings a new error; errors the session had before do not block it."""
+    had = {str(p) for p in validate_session(before) if p.level == "error"}
+    errors = [str(p) for p in validate_session(session) if p.level == "error" and str(p) not in had]
     if errors:
-        raise UsageError("; ".join(str(p) for p in errors))
+        raise UsageError("; ".join(errors))
 
 
 def _apply(session: Session, edits: list[Edit]) -> Session:
@@ -429,4 +471,12 @@ def _apply(session: Session, edits: list[Edit]) -> Session:
                 session.turns.append(TurnTruth())
             truth = session.turns[edit.turn]
             session.turns[edit.turn] = TurnTruth.model_validate({**truth.model_dump(), edit.field: edit.new})
+    _trim_turns(session)
     return session
+
+
+def _trim_turns(session: Session) -> None:
+    """Drop empty ground-truth entries at the end (left when a reviewer clears a turn's last field)."""
+    empty = TurnTruth()
+    while session.turns and session.turns[-1] == empty:
+        session.turns.pop()
