@@ -145,3 +145,41 @@ def test_trace_only_row_derives_the_conversation(tmp_path: Path) -> None:
     (session,) = sessions_of(write_jsonl(tmp_path / "t.jsonl", [{"trace": json.dumps(trace)}]))
     assert [(m.role, m.text) for m in session.messages] == [("user", "weather in Paris?"), ("assistant", "Sunny.")]
     assert session.metadata["latency_ms"] == 1500
+
+
+def test_shapes_that_used_to_change_on_the_way_back(tmp_path: Path) -> None:
+    trace = {
+        "info": {"trace_id": "tr-9", "tags": {"env": "prod"}},
+        "data": {"spans": [{"span_id": "a", "parent_span_id": None, "name": "agent", "attributes": {
+            "mlflow.spanInputs": json.dumps("hi"), "mlflow.spanOutputs": json.dumps("hello")}}]},
+    }  # fmt: skip
+    rows = [
+        {
+            "inputs": {"question": "q"},
+            "outputs": "a",
+            "expectations": {"expected_facts": ["f"], "expected_tool_calls": [1]},
+        },
+        {"inputs": {"question": "q"}},
+        {"request": {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}},
+        {"trace": json.dumps(trace)},
+        {"request": "q", "response": ["4", "four"]},
+    ]
+    assert_round_trip(tmp_path, "databricks", rows)
+    *_, traced, listed = sessions_of(write_jsonl(tmp_path / "r.jsonl", rows))
+    assert traced.session_id == "tr-9" and [m.text for m in traced.messages] == ["hi", "hello"]
+    assert listed.messages[-1].text == "4"  # Databricks reads a list's first element
+
+
+def test_chat_messages_written_to_a_request_carry_call_ids(tmp_path: Path) -> None:
+    row = {
+        "user_input": [
+            {"content": "hi", "type": "human"},
+            {"content": "", "type": "ai", "tool_calls": [{"name": "f", "args": {}}]},
+            {"content": "ok", "type": "tool"},
+            {"content": "done", "type": "ai"},
+        ]
+    }
+    convert_file(write_jsonl(tmp_path / "r.jsonl", [row]), tmp_path / "d.jsonl", to="databricks")
+    (out,) = load_output(tmp_path / "d.jsonl")
+    messages = out["request"]["messages"]
+    assert messages[1]["tool_calls"][0]["id"] == "call_0" and messages[2]["tool_call_id"] == "call_0"

@@ -158,3 +158,57 @@ def test_ragas_to_gaussia_puts_reference_on_the_last_turn(tmp_path: Path) -> Non
     assert batches[1]["agentic"]["tools_used"] == [
         {"tool_name": "refund", "parameters": {"order": 7}, "result": "ok", "step": 1}
     ]
+
+
+def test_a_bad_streamed_line_costs_nothing_before_it(tmp_path: Path) -> None:
+    header = {k: DATASET[k] for k in ("session_id", "assistant_id", "context")}
+    b1, b2 = ({k: v for k, v in b.items() if k != "weight"} for b in DATASET["conversation"])
+    records = [
+        {"metadata": header, "batch": b1},
+        {"metadata": header, "batch": b2},
+        {"metadata": header, "batch": None},
+        {"metadata": {**header, "session_id": "s-2", "language": 7}, "batch": b1},
+        {"metadata": {**header, "session_id": "s-3", "chatbot_role": "concierge"}, "batch": b1},
+    ]
+    path = write_jsonl(tmp_path / "s.jsonl", records)
+    out = tmp_path / "o.jsonl"
+    report = convert_file(path, out, to="gaussia")
+    assert report.sessions == 2 and report.errors == 2
+    problems = [str(p) for p in report.problems]
+    assert problems[0].startswith(f"{path}:3: ") and "batch" in problems[0]
+    assert problems[1] == f"{path}:4: metadata.language: expected a string, got a number"
+    written = load_output(out)
+    assert [r["metadata"]["session_id"] for r in written] == ["s-1", "s-1", "s-3"]
+    assert written[2]["metadata"]["chatbot_role"] == "concierge"  # header extras come back
+
+
+def test_results_stay_with_their_calls_and_context_travels_as_a_system_message(tmp_path: Path) -> None:
+    dataset = {
+        "session_id": "s",
+        "assistant_id": "a",
+        "context": "Be terse.",
+        "conversation": [
+            {
+                "qa_id": "q1",
+                "query": "book it",
+                "assistant": "Booked.",
+                "ground_truth_assistant": "",
+                "agentic": {"tools_used": [
+                    {"tool_name": "notify", "parameters": {}, "step": 1},
+                    {"tool_name": "book", "parameters": {"id": 7}, "result": "ok", "step": 2},
+                ]},
+            }
+        ],
+    }  # fmt: skip
+    out = tmp_path / "o.jsonl"
+    convert_file(write_jsonl(tmp_path / "g.jsonl", [dataset]), out, to="openai")
+    (chat,) = load_output(out)
+    messages = chat["messages"]
+    assert messages[0] == {"role": "system", "content": "Be terse."}
+    calls = {c["function"]["name"]: c["id"] for c in messages[2]["tool_calls"]}
+    assert messages[3]["tool_call_id"] == calls["book"] and messages[3]["content"] == "ok"
+    back = tmp_path / "back.jsonl"
+    convert_file(out, back, to="gaussia")
+    (again,) = load_output(back)
+    assert again["context"] == "Be terse."
+    assert [t.get("result") for t in again["conversation"][0]["agentic"]["tools_used"]] == [None, "ok"]

@@ -99,3 +99,13 @@ def test_a_trace_goes_to_databricks_as_a_json_string(tmp_path: Path) -> None:
     assert json.loads(row["trace"]) == TRACE
     assert row["response"] == "Refunded order 9." and row["retrieved_context"][0]["doc_uri"] == "kb/refunds.md"
     assert round_trip(tmp_path, "databricks", [row]) == [row]
+
+
+def test_a_span_tree_with_a_cycle_or_no_ids_does_not_hang(tmp_path: Path) -> None:
+    trace = json.loads(json.dumps(TRACE))
+    del trace["data"]["spans"][3]["span_id"]  # a span with no id...
+    trace["data"]["spans"][1]["parent_span_id"] = "ret"  # ...and a retriever that is its own parent
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    (session,) = sessions_of(path)
+    assert session.retrieved_context is not None

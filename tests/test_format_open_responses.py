@@ -97,12 +97,11 @@ def test_from_openai_writes_parts_and_call_ids(tmp_path: Path) -> None:
     ]
 
 
-def test_items_only_file_writes_a_trace_and_ragas_gets_call_ids(tmp_path: Path) -> None:
+def test_items_only_file_writes_items_and_ragas_gets_call_ids(tmp_path: Path) -> None:
     items = tmp_path / "items.json"
     items.write_text(json.dumps([{"type": "message", "role": "user", "content": "hi"}]))
     convert_file(items, tmp_path / "t.jsonl", to="open-responses")
-    (trace,) = load_output(tmp_path / "t.jsonl")
-    assert trace == {"items": [{"type": "message", "role": "user", "content": "hi"}]}
+    assert load_output(tmp_path / "t.jsonl") == [{"type": "message", "role": "user", "content": "hi"}]
     row = {
         "user_input": [
             {"content": "hi", "type": "human"},
@@ -123,3 +122,32 @@ def test_missing_call_id_names_the_field(tmp_path: Path) -> None:
     report = convert_file(write_jsonl(tmp_path / "t.jsonl", [bad, TRACE]), tmp_path / "o.jsonl", to="evalcore")
     assert report.sessions == 1 and report.errors == 1
     assert str(report.problems[0]).endswith(":1: items[0].call_id: expected a string, got null")
+
+
+def test_an_items_file_keeps_unknown_items_in_place(tmp_path: Path) -> None:
+    items = [
+        {"type": "message", "role": "user", "content": "Find me a hotel"},
+        {"type": "message", "role": "assistant", "content": "Searching.", "id": "m2"},
+        {"type": "web_search_call", "id": "ws1", "status": "completed"},
+        {"type": "function_call", "call_id": "c1", "name": "book", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"role": "assistant", "content": "Booked."},
+    ]
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps(items))
+    out = tmp_path / "out.json"
+    report = convert_file(path, out, to="open-responses")
+    assert report.errors == 0 and report.sessions == 1
+    assert load_output(out) == items  # the same flat array of items, order and shapes kept
+
+
+def test_content_parts_and_bare_items_come_back_as_they_were(tmp_path: Path) -> None:
+    trace = {
+        "items": [
+            {"type": "message", "role": "user", "content": [{"type": "text", "text": "hi"},
+             {"type": "input_audio", "input_audio": {"data": "AAA=", "format": "wav"}}]},
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        ]
+    }  # fmt: skip
+    assert_round_trip(tmp_path, "open-responses", [trace])

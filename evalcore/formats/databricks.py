@@ -18,7 +18,9 @@ from evalcore.formats._chat import chat_message_in, chat_message_out, chat_messa
 from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
 from evalcore.formats.base import Format, register
 from evalcore.formats.mlflow_trace import session_fields_from_trace
-from evalcore.schema import ContextChunk, Message, Session
+from evalcore.schema import ContextChunk, Message, Session, call_ids
+
+CallIds = tuple[dict[int, str], dict[int, str]]
 
 NS = "databricks"
 _EXPECTATIONS = ("expected_response", "expected_facts", "guidelines", "expected_retrieved_context")
@@ -46,13 +48,14 @@ class DatabricksFormat(Format):
         meta: dict[str, Any] = {}
         if "inputs" in row and "request" not in row:  # MLflow 3 form
             meta["mlflow3"] = True
-            expectations = expect_dict(row.pop("expectations", None) or {}, "expectations")
+            if "expectations" in row:
+                expectations = expect_dict(row.pop("expectations") or {}, "expectations")
+                meta["expectation_keys"] = list(expectations)  # custom ones go back in there too
+                for key, item in expectations.items():
+                    row[key] = item
             row["request"] = row.pop("inputs")
             if "outputs" in row:
                 row["response"] = row.pop("outputs")
-            for key, item in expectations.items():
-                row[key] = item
-            meta["expectation_keys"] = list(expectations)
         data: dict[str, Any] = {}
         if row.get("request_id") is not None:
             data["session_id"] = str(row["request_id"])
@@ -66,8 +69,12 @@ class DatabricksFormat(Format):
         if "request" in row:
             messages, meta["request"] = _request_in(row["request"], "inputs" if meta.get("mlflow3") else "request")
         elif data.get("trace") is not None:
-            data.update(session_fields_from_trace(_trace_dict(data["trace"])))
-            messages = data.pop("messages", [])
+            derived = session_fields_from_trace(_trace_dict(data["trace"]))
+            messages = derived.pop("messages", [])
+            # What the trace gave is noted, so that writing the row back does not add it as columns.
+            meta["from_trace"] = {k: derived[k] for k in ("session_id", "tags", "retrieved_context") if k in derived}
+            for key, item in derived.items():
+                data.setdefault(key, item)
         else:
             raise RecordError("missing (a row needs a request or a trace)", "request")
         if row.get("response") is not None:
@@ -91,23 +98,38 @@ class DatabricksFormat(Format):
         row: dict[str, Any] = {}
         if session.session_id is not None:
             row["request_id"] = session.session_id
-        messages = list(session.messages)
-        form = meta.get("response")
-        last = messages[-1] if messages else None
-        count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
-        if form is not None:
-            count = min(int(form.get("count", 1)), len(messages))
-        answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
-        row["inputs" if mlflow3 else "request"] = _request_out(messages, meta.get("request"))
-        if answer:
-            row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
+        derived = meta.get("from_trace")
+        if derived is not None and session.session_id == derived.get("session_id"):
+            row.pop("request_id", None)  # it came from the trace, not from a column
+        if derived is None:  # a row with a trace alone keeps its conversation in the trace
+            messages = list(session.messages)
+            form = meta.get("response")
+            last = messages[-1] if messages else None
+            count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
+            if form is not None:
+                count = min(int(form.get("count", 1)), len(messages))
+            elif "request" in meta:
+                count = 0  # read from a row that had no response: the request keeps every message
+            answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
+            ids = call_ids(session.messages)
+            row["inputs" if mlflow3 else "request"] = _request_out(messages, meta.get("request"), ids)
+            if answer:
+                row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
         expectations = _expectations_out(session)
+        extra = dict(meta.get("extra") or {})
         if mlflow3:
-            if expectations or meta.get("expectation_keys") is not None:
+            keys = meta.get("expectation_keys")
+            for key in keys or []:
+                if key in extra:
+                    expectations[key] = extra.pop(key)
+            if expectations or keys is not None:
                 row["expectations"] = expectations
         else:
             row.update(expectations)
-        if session.retrieved_context is not None:
+        from_trace = (derived or {}).get("retrieved_context")
+        if session.retrieved_context is not None and _chunks_out(session.retrieved_context) != _chunks_out_raw(
+            from_trace
+        ):
             row["retrieved_context"] = _chunks_out(session.retrieved_context)
         if session.trace is not None:
             keep = isinstance(session.trace, str) or meta.get("trace_object")
@@ -115,9 +137,9 @@ class DatabricksFormat(Format):
         if session.goal is not None:
             row["goal"] = session.goal
         tags = _tags_out(session, meta)
-        if tags is not None:
+        if tags is not None and not (derived is not None and session.tags == derived.get("tags")):
             row["tags"] = tags
-        row.update(meta.get("extra") or {})
+        row.update(extra)
         return [row]
 
 
@@ -149,7 +171,7 @@ def _request_in(request: Any, field: str) -> tuple[list[dict[str, Any]], dict[st
     return [{"role": "user", "content": text}], {"form": "raw", "raw": request}
 
 
-def _request_out(messages: list[Message], form: dict[str, Any] | None) -> Any:
+def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: CallIds) -> Any:
     form = form or {}
     kind = form.get("form")
     if kind is None:
@@ -163,9 +185,9 @@ def _request_out(messages: list[Message], form: dict[str, Any] | None) -> Any:
     if kind == "query" and last_user is not None:
         out: dict[str, Any] = {"query": last_user.text}
         if messages[:-1] or form.get("history"):
-            out["history"] = [chat_message_out(m) for m in messages[:-1]]
+            out["history"] = [chat_message_out(m, ids) for m in messages[:-1]]
         return {**out, **form.get("extra", {})}
-    return {"messages": [chat_message_out(m) for m in messages], **form.get("extra", {})}
+    return {"messages": [chat_message_out(m, ids) for m in messages], **form.get("extra", {})}
 
 
 def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -179,6 +201,9 @@ def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[
         return chat_messages_in(response["messages"], f"{field}.messages"), {"form": "raw", "raw": response}
     if isinstance(response, dict) and isinstance(response.get("content"), str):
         return [{"role": "assistant", "content": response["content"]}], {"form": "raw", "raw": response}
+    if isinstance(response, list) and response:  # Databricks reads the first element
+        first, _ = _response_in(response[0], f"{field}[0]")
+        return first, {"form": "raw", "raw": response}
     text = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
     return [{"role": "assistant", "content": text}], {"form": "raw", "raw": response}
 
@@ -238,6 +263,12 @@ def _chunks_in(value: Any, field: str) -> list[dict[str, Any]]:
             out["metadata"] = {NS: extras}
         chunks.append(out)
     return chunks
+
+
+def _chunks_out_raw(chunks: Any) -> Any:
+    if not chunks:
+        return None
+    return _chunks_out([ContextChunk.model_validate(c) for c in chunks])
 
 
 def _chunks_out(chunks: list[ContextChunk]) -> list[Any]:

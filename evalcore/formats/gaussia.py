@@ -30,7 +30,7 @@ def _is_dataset(value: Any) -> bool:
 
 
 def _is_streamed(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("batch"), dict) and isinstance(value.get("metadata"), dict)
+    return isinstance(value, dict) and "batch" in value and isinstance(value.get("metadata"), dict)
 
 
 @register
@@ -57,12 +57,17 @@ class GaussiaFormat(Format):
         batches = [_batch_out(session, turn, last=turn.index == len(turns) - 1) for turn in turns]
         extras = dict(session.metadata.get(NS) or {})
         if extras.pop("streamed", False):
+            header |= extras.pop("header", {})
             return [{"metadata": header, "batch": b} for b in batches]
         return [{**header, "conversation": batches, **extras}]
 
 
 class _GaussiaReader(Reader):
-    """Groups consecutive ``StreamedBatch`` lines of one session into one session."""
+    """Groups consecutive ``StreamedBatch`` lines of one session into one session.
+
+    Each line is checked whole before anything held is touched, so a bad line never costs the
+    good batches before it, and a problem is reported on the line that has it.
+    """
 
     def __init__(self, parse: Any) -> None:
         super().__init__(parse)
@@ -71,21 +76,19 @@ class _GaussiaReader(Reader):
 
     def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
         if not _is_streamed(value):
-            return self._flush() + [(line, self._parse(value))]
-        header = value["metadata"]
-        session_id = expect_str(header.get("session_id"), "metadata.session_id")
-        batch = _batch_in(value["batch"], "batch")  # raises before anything is grouped
+            parsed = self._parse(value)  # raises before the open session is flushed
+            return self._flush() + [(line, parsed)]
+        header = _header_in(value["metadata"])
+        batch = _batch_in(value["batch"], "batch")
+        session_id = header["session_id"]
         out: list[tuple[int, Session]] = []
         if self._open is None or self._open[1] != session_id:
             out = self._flush()
             if session_id in self._done:
                 self.warnings.append(
-                    (
-                        line,
-                        f"batches of session {session_id!r} resume after other sessions; "
-                        "they are read as a separate session",
-                    )
-                )
+                    (line, f"batches of session {session_id!r} resume after other sessions; "
+                     "they are read as a separate session")
+                )  # fmt: skip
             self._open = (line, session_id, header, [])
         self._open[3].append(batch)
         return out
@@ -99,10 +102,20 @@ class _GaussiaReader(Reader):
         line, session_id, header, batches = self._open
         self._open = None
         self._done.add(session_id)
-        data = _session_fields(header, "metadata")
-        data["metadata"] = {NS: {"streamed": True}}
+        extras = header.pop("extras")
+        data: dict[str, Any] = dict(header)
+        data["metadata"] = {NS: {"streamed": True, **({"header": extras} if extras else {})}}
         _add_turns(data, batches)
         return [(line, build_session(data))]
+
+
+def _header_in(value: Any) -> dict[str, Any]:
+    header = expect_dict(value, "metadata")
+    data = _session_fields(header, "metadata")
+    if "session_id" not in data:
+        raise RecordError("missing (a StreamedBatch's metadata names its session)", "metadata.session_id")
+    data["extras"] = {k: v for k, v in header.items() if k not in _SESSION_KEYS}
+    return data
 
 
 def _session_fields(row: dict[str, Any], where: str) -> dict[str, Any]:
@@ -152,19 +165,18 @@ def _add_turns(data: dict[str, Any], batches: list[dict[str, Any]]) -> None:
         b, tools = item["batch"], item["tools"]
         messages.append({"role": "user", "content": b["query"]})
         if tools:
-            messages.append(
-                {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {"name": t["tool_name"], "args": t.get("parameters") or {}, "metadata": _step(t)} for t in tools
-                    ],
-                }
-            )
-            for t in tools:
+            # Ids link each result to its own call (a tool without a result must not take the next one's).
+            ids = [f"{b['qa_id']}:{i + 1}" for i in range(len(tools))]
+            calls = [
+                {"id": call_id, "name": t["tool_name"], "args": t.get("parameters") or {}, "metadata": _step(t)}
+                for call_id, t in zip(ids, tools, strict=True)
+            ]
+            messages.append({"role": "assistant", "tool_calls": calls})
+            for call_id, t in zip(ids, tools, strict=True):
                 if "result" in t:
                     result = t["result"]
                     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-                    messages.append({"role": "tool", "name": t["tool_name"], "content": text})
+                    messages.append({"role": "tool", "name": t["tool_name"], "tool_call_id": call_id, "content": text})
         messages.append({"role": "assistant", "content": b["assistant"]})
         truth: dict[str, Any] = {"qa_id": b["qa_id"], "ground_truth": b["ground_truth_assistant"]}
         for key, target in (("observation", "observation"), ("weight", "weight"),

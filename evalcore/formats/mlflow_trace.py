@@ -43,7 +43,8 @@ class MlflowTraceFormat(Format):
 
 
 def _attr(span: dict[str, Any], key: str) -> Any:
-    raw = (span.get("attributes") or {}).get(key)
+    attributes = span.get("attributes")
+    raw = attributes.get(key) if isinstance(attributes, dict) else None
     if isinstance(raw, str):
         try:
             return json.loads(raw)
@@ -170,7 +171,8 @@ def _response_messages(response: Any) -> list[dict[str, Any]]:
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             return [chat_message_in(choices[0].get("message"), "spanOutputs.choices[0].message")]
         if isinstance(response.get("messages"), list) and response["messages"]:
-            return [chat_message_in(response["messages"][-1], "spanOutputs.messages[-1]")]
+            # A ChatAgent response: every message, tool calls included (the third source of calls).
+            return chat_messages_in(response["messages"], "spanOutputs.messages")
         if isinstance(response.get("content"), str):
             return [{"role": "assistant", "content": response["content"]}]
     if isinstance(response, list) and response:
@@ -184,12 +186,15 @@ def _retrieved(spans: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     for span in spans:
         if _attr(span, "mlflow.spanType") != "RETRIEVER":
             continue
-        parent, nested = by_id.get(_parent_id(span)), False
-        while parent is not None:
+        parent_id = _parent_id(span)
+        parent, nested, seen = (by_id.get(parent_id) if parent_id else None), False, {id(span)}
+        while parent is not None and id(parent) not in seen:  # a cycle in the span tree ends the walk
+            seen.add(id(parent))
             if _attr(parent, "mlflow.spanType") == "RETRIEVER":
                 nested = True
                 break
-            parent = by_id.get(_parent_id(parent))
+            parent_id = _parent_id(parent)
+            parent = by_id.get(parent_id) if parent_id else None
         if not nested:
             top.append(span)
     if not top:

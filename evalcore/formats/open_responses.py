@@ -58,7 +58,8 @@ class OpenResponsesFormat(Format):
     def write(self, session: Session) -> Iterable[Any]:
         extras = dict(session.metadata.get(NS) or {})
         items = _items_out(session, extras.pop("trailing", []))
-        extras.pop("items_only", None)
+        if extras.pop("items_only", False):
+            return items  # one value per item: a .json output is again one flat array of items
         if extras.pop("bare", False):
             return [items]
         trace: dict[str, Any] = {"items": items}
@@ -81,12 +82,14 @@ class _ItemsReader(Reader):
         self._line = 0
 
     def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
-        if _is_item(value):
+        # Once a file has started with bare items, any further typed object is an item too.
+        if _is_item(value) or (self._items and isinstance(value, dict) and ("type" in value or "role" in value)):
             if not self._items:
                 self._line = line
             self._items.append(value)
             return []
-        return self.close() + [(line, self._parse(value))]
+        parsed = self._parse(value)  # raises before the held items are touched
+        return self.close() + [(line, parsed)]
 
     def close(self) -> list[tuple[int, Session]]:
         if not self._items:
@@ -133,7 +136,8 @@ def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
             call = _call_in(item, where)
             names[call["id"]] = call["name"]
             last = messages[-1] if messages else None
-            if last is None or last["role"] != "assistant" or last.get("_closed"):
+            # A call joins the assistant message before it, unless an item we keep aside stands between.
+            if last is None or last["role"] != "assistant" or last.get("_closed") or pending:
                 last = {"role": "assistant", "content": None}
                 messages.append(last)
             last.setdefault("tool_calls", []).append(call)
@@ -207,13 +211,13 @@ def _call_in(item: dict[str, Any], where: str) -> dict[str, Any]:
     extras = {k: v for k, v in item.items() if k not in ("type", "call_id", "name", "arguments")}
     if raw is not None:
         extras["arguments"] = raw
-    return {"id": call_id, "name": name, "args": args, "metadata": {NS: extras} if extras else {}}
+    # Always noted (even empty), so that a writer knows the call was read, not made up.
+    return {"id": call_id, "name": name, "args": args, "metadata": {NS: extras}}
 
 
 def _keep(message: dict[str, Any], item: dict[str, Any], handled: tuple[str, ...]) -> None:
-    extras = {k: v for k, v in item.items() if k not in handled}
-    if extras:
-        message["metadata"] = {NS: extras}
+    # Always noted (even empty), so that a writer knows the item was read, not made up.
+    message["metadata"] = {NS: {k: v for k, v in item.items() if k not in handled}}
 
 
 # Items made here rather than read: LatticeFlow marks them with an empty id, completed.
@@ -223,7 +227,7 @@ _SYNTHETIC = {"id": "", "status": "completed"}
 def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
     call_ids, result_ids = session_call_ids(session.messages)
     items: list[Any] = []
-    for message in session.messages:
+    for message in session.messages_with_context():
         meta = message.metadata.get(NS) or {}
         items.extend(meta.get("before", []))
         if "custom" in meta and block_text(_custom_text(meta["custom"])) == message.text:
@@ -280,8 +284,8 @@ def _reasoning_text(item: dict[str, Any]) -> str:
 
 def _content_out(message: Message, *, from_here: bool) -> Any:
     content = message.content
-    if isinstance(content, str) and from_here:
-        return content
+    if from_here and content is not None:
+        return content  # read from Open Responses: given back exactly as it came
     if isinstance(content, list) and all(
         isinstance(b, dict) and str(b.get("type", "")).endswith(("_text", "refusal", "_image", "_file", "_video"))
         for b in content

@@ -45,7 +45,7 @@ class OpenAIFormat(Format):
 
     def write(self, session: Session) -> Iterable[Any]:
         ids = call_ids(session.messages)
-        messages = [chat_message_out(m, ids) for m in session.messages]
+        messages = [chat_message_out(m, ids) for m in session.messages_with_context()]
         extras = dict(session.metadata.get("openai") or {})
         if extras.pop("bare", False):
             return [messages]

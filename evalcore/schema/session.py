@@ -123,6 +123,15 @@ class Session(BaseModel):
                 return self.messages[:i]
         return list(self.messages)
 
+    def messages_with_context(self) -> list[Message]:
+        """The messages, with the session's ``context`` as a first system message when none is there.
+
+        For formats whose only place for background context is a system message.
+        """
+        if self.context and not any(m.role == "system" for m in self.preamble()):
+            return [Message(role="system", content=self.context), *self.messages]
+        return list(self.messages)
+
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call the assistant made, in order."""
         return [call for m in self.messages if m.role == "assistant" for call in m.calls]
