@@ -28,9 +28,16 @@ class FileProblem:
         return f"{self.path}:{self.line}: {prefix}{self.message}"
 
 
+#: Problems a report keeps in memory; past this they are still counted and passed to ``on_problem``.
+MAX_KEPT_PROBLEMS = 10_000
+
+
 @dataclass
 class ConvertReport:
-    """What a conversion or validation did: counts, the detected format, every problem."""
+    """What a conversion or validation did: counts, the detected format, the problems.
+
+    ``problems`` keeps the first ``MAX_KEPT_PROBLEMS``; ``on_problem`` sees every one.
+    """
 
     format: str | None = None
     sessions: int = 0
@@ -46,7 +53,8 @@ def _note(
     for problem in result.problems:
         where = f"{problem.field}: " if problem.field else ""
         item = FileProblem(path, result.line, problem.level, where + problem.message)
-        report.problems.append(item)
+        if len(report.problems) < MAX_KEPT_PROBLEMS:
+            report.problems.append(item)
         if on_problem:
             on_problem(item)
         if problem.level == "error":

@@ -24,6 +24,11 @@ class FileOverview:
     problems: list[tuple[int, Problem]] = field(default_factory=list)
 
     @property
+    def records_with_errors(self) -> int:
+        """How many records had an error (a record may have several problems)."""
+        return len({line for line, p in self.problems if p.level == "error"})
+
+    @property
     def rows(self) -> list[dict[str, Any]]:
         """One summary row per session, for a table."""
         return [session_row(s) for s in self.sessions]

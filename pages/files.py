@@ -35,7 +35,7 @@ if overview is not None:
     cols = st.columns(4)
     cols[0].metric("Format", overview.format or "—")
     cols[1].metric("Sessions", len(overview.sessions))
-    cols[2].metric("Records with errors", len(errors))
+    cols[2].metric("Records with errors", overview.records_with_errors)
     cols[3].metric("Warnings", len(warnings))
     if overview.problems:
         with st.expander(f"{len(overview.problems)} problems", expanded=bool(errors)):

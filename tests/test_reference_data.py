@@ -158,3 +158,37 @@ def test_ragas_rows_with_nan_and_big_integers_come_back_unchanged(tmp_path: Path
     report = convert_file(source, tmp_path / "o.jsonl", to="ragas")
     assert report.errors == 0
     assert (tmp_path / "o.jsonl").read_text() == source.read_text()
+
+
+def test_a_file_that_is_one_array_of_messages_is_one_conversation(ragas_reference: Path, tmp_path: Path) -> None:
+    swarm = json.loads((ragas_reference / "swarm_msgs.jsonl").read_text().splitlines()[0])
+    langchain = json.loads((ragas_reference / "langchain_msgs.jsonl").read_text().splitlines()[0])
+    for name, messages, fmt in (("swarm", swarm["messages"], "swarm"), ("lc", langchain["messages"], "langchain")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(messages, indent=2))
+        (session,) = _sessions(path)
+        assert session.provenance is not None and session.provenance.format == fmt
+        assert len(session.messages) == len(messages)
+
+
+def test_odd_values_get_a_clear_error_not_a_crash(tmp_path: Path) -> None:
+    from evalcore import validate_file
+
+    rows = [
+        {"messages": [{"role": ["user"], "content": "hi"}]},
+        {"user_input": [{"type": {"x": 1}, "content": "hi"}]},
+        {"schema_version": 1},
+    ]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problems = [str(p) for p in validate_file(path, source_format=None).problems]
+    assert all("unreadable record" not in p for p in problems), problems
+    assert any(":2:" in p for p in problems)  # each line judged on its own
+
+
+def test_the_evalcore_format_keeps_nan(tmp_path: Path) -> None:
+    line = '{"user_input": [{"content": "a", "type": "ai", "tool_calls": [{"name": "t", "args": {"x": NaN}}]}]}\n'
+    (tmp_path / "r.jsonl").write_text(line)
+    convert_file(tmp_path / "r.jsonl", tmp_path / "e.jsonl", to="evalcore")
+    convert_file(tmp_path / "e.jsonl", tmp_path / "back.jsonl", to="ragas")
+    assert (tmp_path / "back.jsonl").read_text() == line

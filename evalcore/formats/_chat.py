@@ -44,7 +44,7 @@ def chat_message_in(value: Any, field: str, *, name_key: str = "name", ns: str =
     """
     m = expect_dict(value, field)
     role = m.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         if role is None:
             raise RecordError("missing 'role'", f"{field}.role")
         raise RecordError(f"unknown role {role!r}; expected one of {', '.join(_ROLES)}", f"{field}.role")

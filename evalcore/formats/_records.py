@@ -89,11 +89,20 @@ def drop_none(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
+_TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict", "none"}
+
+
+def _is_type_tag(part: str) -> bool:
+    # pydantic names the member of a union it tried ("str", "list[dict[str,any]]"): not a field
+    return part in _TYPE_TAGS or "[" in part or "-" in part
+
+
 def build_session(data: dict[str, Any]) -> Session:
     """Validate canonical session data, turning a pydantic error into a ``RecordError``."""
     try:
         return Session.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"]).lstrip(".")
+        loc = [p for p in error["loc"] if isinstance(p, int) or not _is_type_tag(str(p))]
+        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
         raise RecordError(error["msg"], field or None) from exc

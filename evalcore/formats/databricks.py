@@ -40,7 +40,7 @@ class DatabricksFormat(Format):
         return isinstance(value, dict) and (
             "request" in value
             or isinstance(value.get("trace"), str | dict)
-            or ("inputs" in value and ("outputs" in value or "expectations" in value))
+            or isinstance(value.get("inputs"), dict | str)
         )
 
     def parse(self, value: Any) -> Session:

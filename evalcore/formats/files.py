@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from evalcore.errors import FormatDetectionError, RecordError
 from evalcore.formats.base import Format, Reader, formats, get_format
-from evalcore.formats.jsonio import iter_records
+from evalcore.formats.jsonio import RawRecord, iter_records
 from evalcore.schema import Problem, Provenance, Session, validate_session
 
 __all__ = ["ReadResult", "SessionWriter", "detect_format", "read", "read_path", "writer_for"]
@@ -70,7 +70,7 @@ def read(
         position += 1
         return ReadResult(line, position - 1, None, [problem])
 
-    for raw in iter_records(stream):
+    for raw in _conversations(iter_records(stream)):
         if raw.error is not None:
             yield failure(raw.line, Problem("error", None, raw.error))
             continue
@@ -102,6 +102,32 @@ def read(
         for line, session in done:
             yield finish(line, session)
         yield from _drain_warnings(reader)
+
+
+def _looks_like_message(value: Any) -> bool:
+    if not isinstance(value, dict) or "messages" in value:
+        return False
+    if isinstance(value.get("role"), str) and "type" not in value:
+        return True  # a chat message (OpenAI, Swarm)
+    return isinstance(value.get("data"), dict) and isinstance(value.get("type"), str)  # LangChain messages_to_dict
+
+
+def _conversations(records: Iterator[RawRecord]) -> Iterator[RawRecord]:
+    """A file that is one JSON array of messages (``json.dump(messages)``) is one conversation."""
+    first = next(records, None)
+    if first is None:
+        return
+    if not (first.in_array and _looks_like_message(first.value)):
+        yield first
+        yield from records
+        return
+    values = [first.value]
+    for raw in records:
+        if raw.error is not None:
+            yield raw
+            return
+        values.append(raw.value)
+    yield RawRecord(first.line, values)
 
 
 def _drain_warnings(reader: Reader) -> Iterator[ReadResult]:

@@ -31,6 +31,7 @@ class RawRecord:
     line: int
     value: Any = None
     error: str | None = None
+    in_array: bool = False  # an element of a top-level JSON array
 
 
 # orjson turns integers beyond 64 bits into floats: text with a run of 19 digits goes to the
@@ -250,7 +251,7 @@ def _iter_array(stream: IO[str], head: str) -> Iterator[RawRecord]:
             yield RawRecord(line, error=f"not valid JSON ({exc.reason}); the rest of the array is unreadable")
             return
         expect_value = False
-        yield RawRecord(line, value)
+        yield RawRecord(line, value, in_array=True)
 
 
 def _iter_documents(stream: IO[str], head: str) -> Iterator[RawRecord]:

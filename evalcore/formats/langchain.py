@@ -79,6 +79,7 @@ class LangChainFormat(Format):
 def _message_in(value: Any, field: str) -> dict[str, Any]:
     m = expect_dict(value, field)
     kind = m.get("type")
+    kind = kind if isinstance(kind, str) else None
     if isinstance(m.get("data"), dict):
         m, field = m["data"], f"{field}.data"
         kind = m.get("type", kind)
@@ -117,7 +118,8 @@ def _tool_calls(m: dict[str, Any], blocks: list[dict[str, Any]], field: str) -> 
             args = expect_dict(c.get("args") or {}, f"{field}.tool_calls[{i}].args")
             out.append({"id": c.get("id"), "name": c["name"], "args": args})
         return out
-    wire = (m.get("additional_kwargs") or {}).get("tool_calls")
+    kwargs = m.get("additional_kwargs")
+    wire = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
     if wire:
         out = []
         for i, c in enumerate(expect_list(wire, f"{field}.additional_kwargs.tool_calls")):
@@ -138,7 +140,8 @@ def _tool_calls(m: dict[str, Any], blocks: list[dict[str, Any]], field: str) -> 
 
 def _metadata(m: dict[str, Any]) -> dict[str, Any]:
     meta: dict[str, Any] = {}
-    response = m.get("response_metadata") or {}
+    response = m.get("response_metadata")
+    response = response if isinstance(response, dict) else {}
     model = response.get("model_name") or response.get("model")
     if isinstance(model, str):
         meta["model"] = model

@@ -26,7 +26,7 @@ class EvalcoreFormat(Format):
     priority = 0
 
     def sniff(self, value: Any) -> bool:
-        return isinstance(value, dict) and "schema_version" in value and "messages" in value
+        return isinstance(value, dict) and "schema_version" in value
 
     def parse(self, value: Any) -> Session:
         data = dict(expect_dict(value, "record"))

@@ -129,6 +129,7 @@ def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     for i, item in enumerate(items):
         item = expect_dict(item, f"items[{i}]")
         kind = item.get("type", "message" if "role" in item else None)
+        kind = kind if isinstance(kind, str) else None
         where = f"items[{i}]"
         if kind == "message":
             _message_in(item, where, messages)
@@ -176,7 +177,7 @@ def _output_in(item: dict[str, Any], where: str, names: dict[str, str]) -> dict[
 
 def _message_in(item: dict[str, Any], where: str, messages: list[dict[str, Any]]) -> None:
     role = item.get("role")
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise RecordError(f"unknown role {role!r}; expected user, assistant, system or developer", f"{where}.role")
     content = item.get("content")
     if not isinstance(content, str | list):

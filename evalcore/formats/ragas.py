@@ -117,7 +117,7 @@ def _fast_data(row: dict[str, Any]) -> dict[str, Any] | None:
 def _message_in(value: Any, field: str) -> dict[str, Any]:
     m = expect_dict(value, field)
     kind = m.get("type")
-    if kind not in _TYPES:
+    if not isinstance(kind, str) or kind not in _TYPES:
         raise RecordError(f"unknown message type {kind!r}; expected human, ai or tool", f"{field}.type")
     content = expect_str(m.get("content"), f"{field}.content")
     out: dict[str, Any] = {"role": _TYPES[kind], "content": content}

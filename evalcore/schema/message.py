@@ -46,7 +46,7 @@ class ToolCall(BaseModel):
     beyond that (the call's wire type, an item id, the original argument string).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     id: str | None = None
     name: str
@@ -62,7 +62,7 @@ class Message(BaseModel):
     said nothing and ``[]`` when it said "no calls": ragas tells the two apart.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     role: Role
     content: Content = None

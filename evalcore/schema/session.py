@@ -29,7 +29,7 @@ STATUSES: tuple[str, ...] = ("todo", "in_progress", "approved", "rejected", "fla
 class ContextChunk(BaseModel):
     """A retrieved (or expected) chunk of context, as Databricks defines it."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     content: str | None = None
     doc_uri: str | None = None
@@ -42,7 +42,7 @@ class TurnTruth(BaseModel):
     The i-th entry of ``Session.turns`` belongs to the turn opened by the i-th user message.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     qa_id: str | None = None
     ground_truth: str | None = None
@@ -56,7 +56,7 @@ class TurnTruth(BaseModel):
 class Provenance(BaseModel):
     """Where a session came from: file, format, line and 0-based position."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     source: str | None = None
     format: str | None = None
@@ -67,7 +67,7 @@ class Provenance(BaseModel):
 class Session(BaseModel):
     """One conversation, with every session-level field any supported format has."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     session_id: str | None = None
     assistant_id: str | None = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalcore.convert import FileProblem
+from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import StoreError
 from evalcore.reading import Event, Row, events, search_text
 from evalcore.store.records import now
@@ -81,7 +81,8 @@ def import_file(
     for event in stream:
         if event[0] == "problem":
             item = FileProblem(str(path), event[1], event[2], event[3])
-            report.problems.append(item)
+            if len(report.problems) < MAX_KEPT_PROBLEMS:
+                report.problems.append(item)
             if on_problem:
                 on_problem(item)
         elif event[0] == "batch":
