@@ -63,7 +63,10 @@ class OpenResponsesFormat(Format):
         if extras.pop("bare", False):
             return [items]
         trace: dict[str, Any] = {"items": items}
-        metadata = dict(extras.pop("metadata", None) or {})
+        raw_metadata = extras.pop("metadata", None)
+        if raw_metadata is not None and not isinstance(raw_metadata, dict):
+            return [trace | {"metadata": raw_metadata} | extras]  # not ours to fix: given back as it came
+        metadata = dict(raw_metadata or {})
         if session.session_id is not None and metadata.get("trace_id") != session.session_id:
             metadata["trace_id"] = session.session_id
         if session.tags != (metadata.get("tags") or []):
