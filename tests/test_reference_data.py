@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from formats_util import drop_none
+
 from evalcore import convert_file, read_path
 from evalcore.schema import Session
 
@@ -135,15 +137,7 @@ def test_tau_bench_to_openai_keeps_the_wire_messages(tau_bench_file: Path, tmp_p
     raw = json.loads(tau_bench_file.read_text())
     for line, row in zip(out.read_text().splitlines(), raw, strict=True):
         messages = json.loads(line)["messages"]
-        assert [_drop_none(m) for m in messages] == [_drop_none(m) for m in row["traj"]]
-
-
-def _drop_none(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_none(v) for v in value]
-    return value
+        assert [drop_none(m) for m in messages] == [drop_none(m) for m in row["traj"]]
 
 
 def test_ragas_rows_with_nan_and_big_integers_come_back_unchanged(tmp_path: Path) -> None:

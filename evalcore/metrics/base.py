@@ -64,6 +64,19 @@ class JudgeUsage:
     cost: float | None = None
     latency_ms: float = 0.0
 
+    @classmethod
+    def of(cls, model: str, verdict: Any) -> JudgeUsage:
+        """The usage of a judge's ``Verdict`` (what its calls cost)."""
+        return cls(
+            model=model,
+            calls=verdict.calls,
+            cached=verdict.cached,
+            input_tokens=verdict.input_tokens,
+            output_tokens=verdict.output_tokens,
+            cost=verdict.cost,
+            latency_ms=verdict.latency_ms,
+        )
+
 
 @dataclass(slots=True)
 class MetricResult:
@@ -225,18 +238,9 @@ class Metric(BaseModel):
 
 def _usage_of_failure(exc: Exception) -> JudgeUsage | None:
     verdict = getattr(exc, "verdict", None)
-    model = getattr(exc, "model", None) or "judge"
     if verdict is None or not (verdict.calls or verdict.cached):
         return None
-    return JudgeUsage(
-        model=model,
-        calls=verdict.calls,
-        cached=verdict.cached,
-        input_tokens=verdict.input_tokens,
-        output_tokens=verdict.output_tokens,
-        cost=verdict.cost,
-        latency_ms=verdict.latency_ms,
-    )
+    return JudgeUsage.of(getattr(exc, "model", None) or "judge", verdict)
 
 
 def _turn_weight(session: Session, turn: int | None) -> float | None:

@@ -30,15 +30,7 @@ class YesNoAnswer(Reasoned):
 
 def usage(judge: Judge, verdict: Verdict) -> JudgeUsage:
     """What a verdict cost, as results keep it."""
-    return JudgeUsage(
-        model=judge.config.model,
-        calls=verdict.calls,
-        cached=verdict.cached,
-        input_tokens=verdict.input_tokens,
-        output_tokens=verdict.output_tokens,
-        cost=verdict.cost,
-        latency_ms=verdict.latency_ms,
-    )
+    return JudgeUsage.of(judge.config.model, verdict)
 
 
 def final_exchange(session: Session) -> tuple[str, str]:
