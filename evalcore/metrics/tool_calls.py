@@ -63,22 +63,27 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def _call_key(call: ToolCall) -> tuple[str, Any]:
-    try:
-        return call.name, frozenset(call.args.items())  # flat arguments: the common case, no recursion
-    except TypeError:
-        return call.name, _hashable(call.args)
+    args = call.args
+    for value in args.values():
+        if isinstance(value, _CONTAINERS):
+            return call.name, _hashable(args)
+    return call.name, frozenset(args.items())  # flat arguments: the common case, no recursion
 
 
-def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[float, float, float]:
-    """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall)."""
+def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[float, float, float, int]:
+    """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall, matched)."""
     expected = {_call_key(c) for c in reference}
     actual = {_call_key(c) for c in predicted}
-    tp, fp, fn = len(actual & expected), len(actual - expected), len(expected - actual)
+    tp = len(actual & expected)
+    fp, fn = len(actual) - tp, len(expected) - tp
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return round(f1, 4), precision, recall
+    return round(f1, 4), precision, recall, tp
 
 
 def _describe(predicted: list[ToolCall], reference: list[ToolCall]) -> str:
@@ -121,8 +126,9 @@ class ToolCallF1(Metric):
 
     def score_session(self, session: Session) -> MetricResult:
         predicted, reference = session.tool_calls(), session.reference_tool_calls or []
-        f1, precision, recall = tool_call_f1(predicted, reference)
-        return self.result(f1, _describe(predicted, reference), sub={"precision": precision, "recall": recall})
+        f1, precision, recall, matched = tool_call_f1(predicted, reference)
+        reason = f"{matched} of {len(reference)} reference calls made exactly; {len(predicted)} calls in all"
+        return self.result(f1, reason, sub={"precision": precision, "recall": recall})
 
 
 class ToolWeights(BaseModel):
