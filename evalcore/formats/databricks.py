@@ -96,11 +96,10 @@ class DatabricksFormat(Format):
         meta = dict(session.metadata.get(NS) or {})
         mlflow3 = bool(meta.get("mlflow3"))
         row: dict[str, Any] = {}
-        if session.session_id is not None:
-            row["request_id"] = session.session_id
         derived = meta.get("from_trace")
-        if derived is not None and session.session_id == derived.get("session_id"):
-            row.pop("request_id", None)  # it came from the trace, not from a column
+        from_trace_id = derived is not None and session.session_id == derived.get("session_id")
+        if session.session_id is not None and not from_trace_id:  # an id the trace gave is not a column
+            row["request_id"] = session.session_id
         if derived is None:  # a row with a trace alone keeps its conversation in the trace
             messages = list(session.messages)
             form = meta.get("response")
@@ -126,11 +125,10 @@ class DatabricksFormat(Format):
                 row["expectations"] = expectations
         else:
             row.update(expectations)
-        from_trace = (derived or {}).get("retrieved_context")
-        if session.retrieved_context is not None and _chunks_out(session.retrieved_context) != _chunks_out_raw(
-            from_trace
-        ):
-            row["retrieved_context"] = _chunks_out(session.retrieved_context)
+        if session.retrieved_context is not None:
+            chunks = _chunks_out(session.retrieved_context)
+            if chunks != _chunks_out_raw((derived or {}).get("retrieved_context")):  # not just what the trace gave
+                row["retrieved_context"] = chunks
         if session.trace is not None:
             keep = isinstance(session.trace, str) or meta.get("trace_object")
             row["trace"] = session.trace if keep else json.dumps(session.trace, ensure_ascii=False)
