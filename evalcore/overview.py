@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from evalcore.formats import read
+from evalcore.formats import read, read_path
+from evalcore.formats.files import ReadResult
 from evalcore.schema import Problem, Session
 
 __all__ = ["FileOverview", "overview_of_bytes", "overview_of_path", "sample_files", "session_row"]
@@ -22,6 +24,11 @@ class FileOverview:
     format: str | None = None
     sessions: list[Session] = field(default_factory=list)
     problems: list[tuple[int, Problem]] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> int:
+        """How many warnings the file gave."""
+        return sum(1 for _line, p in self.problems if p.level == "warning")
 
     @property
     def records_with_errors(self) -> int:
@@ -63,9 +70,9 @@ def session_row(session: Session) -> dict[str, Any]:
     }
 
 
-def _overview(name: str, stream: IO[str], fmt: str | None) -> FileOverview:
+def _collect(name: str, records: Iterable[ReadResult]) -> FileOverview:
     result = FileOverview(name=name)
-    for record in read(stream, fmt, source=name):
+    for record in records:
         for problem in record.problems:
             result.problems.append((record.line, problem))
         if record.session is not None and record.ok:
@@ -78,13 +85,13 @@ def _overview(name: str, stream: IO[str], fmt: str | None) -> FileOverview:
 def overview_of_bytes(data: bytes, name: str, fmt: str | None = None) -> FileOverview:
     """Read an uploaded file's bytes (bad UTF-8 is reported per record, not raised)."""
     stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape", newline="")
-    return _overview(name, stream, fmt)
+    return _collect(name, read(stream, fmt, source=name))
 
 
 def overview_of_path(path: str | os.PathLike[str], fmt: str | None = None) -> FileOverview:
     """Read a file on disk."""
-    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as stream:
-        return _overview(Path(path).name, stream, fmt)
+    with read_path(path, fmt) as results:
+        return _collect(Path(path).name, results)
 
 
 def sample_files(folder: str | os.PathLike[str]) -> list[Path]:

@@ -189,11 +189,8 @@ async def _score_all(
 async def _score_one(
     stored: StoredSession, metrics: list[Metric], judge: Judge
 ) -> tuple[StoredSession, list[tuple[str, MetricResult]]]:
-    results: list[tuple[str, MetricResult]] = []
-    for metric in metrics:
-        for result in await metric.evaluate_async(stored.session, judge):
-            results.append((metric.key(), result))
-    return stored, results
+    keyed = await _evaluate(stored.session, metrics, judge)
+    return stored, [(key, result) for key, results in keyed.items() for result in results]
 
 
 def score_sessions(
@@ -216,7 +213,7 @@ def score_sessions(
     async def run() -> list[dict[str, list[MetricResult]]]:
         assert judge is not None
         async with Judge(judge) as client:
-            scored = await asyncio.gather(*(_score_one_session(s, metrics, client) for s in sessions))
+            scored = await asyncio.gather(*(_evaluate(s, metrics, client) for s in sessions))
         return list(scored)
 
     return _run(run())
@@ -232,7 +229,8 @@ def _run(work: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, work).result()
 
 
-async def _score_one_session(session: Session, metrics: list[Metric], judge: Judge) -> dict[str, list[MetricResult]]:
+async def _evaluate(session: Session, metrics: list[Metric], judge: Judge) -> dict[str, list[MetricResult]]:
+    """Every metric's results for one session, keyed by the metric's key (metrics one after another)."""
     return {m.key(): await m.evaluate_async(session, judge) for m in metrics}
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from evalcore.overview import FileOverview, overview_of_bytes, overview_of_path
 from evalcore.schema import Message, Session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,6 +20,22 @@ def sample_folder() -> Path:
 
 
 _AVATARS = {"system": "⚙️", "user": "user", "assistant": "assistant", "tool": "🛠️"}
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the file…")
+def _file_overview(path: str, modified: float, fmt: str | None) -> FileOverview:
+    return overview_of_path(path, fmt)
+
+
+def file_overview(path: Path, fmt: str | None) -> FileOverview:
+    """A file read once per change (not on every rerun of the page)."""
+    return _file_overview(str(path), path.stat().st_mtime, fmt)
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the upload…")
+def upload_overview(data: bytes, name: str, fmt: str | None) -> FileOverview:
+    """An uploaded file read once (not on every rerun of the page)."""
+    return overview_of_bytes(data, name, fmt)
 
 
 def render_message(message: Message) -> None:

@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.formats import formats
-from evalcore.overview import overview_of_bytes, overview_of_path, sample_files
-from pages._shared import render_session, sample_folder
+from evalcore.overview import sample_files
+from pages._shared import file_overview, render_session, sample_folder, upload_overview
 
 st.title("Files")
 st.caption("Open a sample or upload a file: evalcore detects its format and lists its sessions.")
@@ -23,22 +23,20 @@ if source == "Sample data":
         st.info(f"No sample files in {folder}.")
     else:
         picked = st.selectbox("Sample file", samples, format_func=lambda p: p.name, key="sample")
-        overview = overview_of_path(picked, chosen_format)
+        overview = file_overview(picked, chosen_format)
 else:
     upload = st.file_uploader("Upload JSON or JSONL", type=["json", "jsonl"], key="upload")
     if upload is not None:
-        overview = overview_of_bytes(upload.getvalue(), upload.name, chosen_format)
+        overview = upload_overview(upload.getvalue(), upload.name, chosen_format)
 
 if overview is not None:
-    errors = [(line, p) for line, p in overview.problems if p.level == "error"]
-    warnings = [(line, p) for line, p in overview.problems if p.level == "warning"]
     cols = st.columns(4)
     cols[0].metric("Format", overview.format or "—")
     cols[1].metric("Sessions", len(overview.sessions))
     cols[2].metric("Records with errors", overview.records_with_errors)
-    cols[3].metric("Warnings", len(warnings))
+    cols[3].metric("Warnings", overview.warnings)
     if overview.problems:
-        with st.expander(f"{len(overview.problems)} problems", expanded=bool(errors)):
+        with st.expander(f"{len(overview.problems)} problems", expanded=overview.records_with_errors > 0):
             for line, problem in overview.problems:
                 st.text(f"{overview.name}:{line}: {problem}")
     if overview.sessions:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 SCHEMA_MARK = "matches this JSON schema:\n"
 
@@ -48,19 +48,18 @@ def fake_value(schema: dict[str, Any], defs: dict[str, Any], seed: int, name: st
 
 
 class _Server(ThreadingHTTPServer):
+    daemon_threads = True
     request_queue_size = 128  # 16 clients connecting at once must not overflow the listen backlog
 
 
-class FakeOpenAI:
-    """Start with ``with FakeOpenAI() as server:``; ``server.url`` is the base URL (``.../v1``)."""
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 in a thread; subclasses answer POSTs in ``handle``.
 
-    def __init__(self, *, latency: float = 0.0, timeout_sleep: float = 5.0) -> None:
-        self.latency = latency
-        self.timeout_sleep = timeout_sleep
-        self.faults: deque[str] = deque()
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
-        server = self
+    Start with ``with Server() as server:``; ``server.url`` is the base URL (``.../v1``).
+    """
+
+    def __init__(self) -> None:
+        outer = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -71,18 +70,20 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                server.handle(self, body)
+                outer.handle(self, body)
 
         self.httpd = _Server(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        raise NotImplementedError
 
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def __enter__(self) -> FakeOpenAI:
+    def __enter__(self) -> Self:
         self.thread.start()
         return self
 
@@ -90,6 +91,32 @@ class FakeOpenAI:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=5)
+
+    @staticmethod
+    def send(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None) -> None:
+        """Answer with ``data`` (JSON content type)."""
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+            pass
+
+
+class FakeOpenAI(LoopbackServer):
+    """A deterministic chat-completions endpoint with queueable faults (see the module doc)."""
+
+    def __init__(self, *, latency: float = 0.0, timeout_sleep: float = 5.0) -> None:
+        super().__init__()
+        self.latency = latency
+        self.timeout_sleep = timeout_sleep
+        self.faults: deque[str] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
 
     def queue(self, *faults: str) -> None:
         """Faults for the next requests, in order: 429, 500, timeout, malformed, garbage."""
@@ -144,19 +171,7 @@ class FakeOpenAI:
     def _send(
         self, handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None
     ) -> None:
-        self._send_raw(handler, status, json.dumps(payload).encode(), headers)
+        self.send(handler, status, json.dumps(payload).encode(), headers)
 
-    @staticmethod
-    def _send_raw(
-        handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str] | None = None
-    ) -> None:
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(data)))
-            for key, value in (headers or {}).items():
-                handler.send_header(key, value)
-            handler.end_headers()
-            handler.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-            pass
+    def _send_raw(self, handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
+        self.send(handler, status, data)

@@ -20,12 +20,12 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from openai_server import FakeOpenAI
+from openai_server import FakeOpenAI, LoopbackServer
 from pydantic import BaseModel
 
 from evalcore.errors import UsageError
@@ -131,71 +131,36 @@ def completion(content: str | None, prompt_tokens: int = 10, completion_tokens: 
     }
 
 
-class _Listener(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64  # the default backlog of 5 drops connections when many open at once
-
-
 Scripted = tuple[int, dict[str, str], Any]  # status, headers, body (a dict is sent as JSON, bytes as they are)
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """A chat-completions endpoint on 127.0.0.1 answering the scripted responses in order, then ``GOOD``."""
 
     def __init__(self, *responses: Scripted, latency: float = 0.0) -> None:
+        super().__init__()
         self.responses: deque[Scripted] = deque(responses)
         self.latency = latency
         self.hits: list[dict[str, Any]] = []  # path, headers, body of every request
         self.active = 0
         self.max_active = 0
         self.lock = threading.Lock()
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go in two writes: no 40 ms delayed-ACK stall
-
-            def log_message(self, *args: object) -> None:
-                return
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                with outer.lock:
-                    outer.hits.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(body)})
-                    scripted = outer.responses.popleft() if outer.responses else (200, {}, completion(GOOD))
-                    outer.active += 1
-                    outer.max_active = max(outer.max_active, outer.active)
-                try:
-                    if outer.latency:
-                        time.sleep(outer.latency)
-                    status, headers, payload = scripted
-                    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for key, value in headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(data)
-                finally:
-                    with outer.lock:
-                        outer.active -= 1
-
-        self.httpd = _Listener(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_port}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+    def handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        with self.lock:
+            self.hits.append({"path": handler.path, "headers": dict(handler.headers), "body": json.loads(body)})
+            scripted = self.responses.popleft() if self.responses else (200, {}, completion(GOOD))
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            status, headers, payload = scripted
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            self.send(handler, status, data, headers)
+        finally:
+            with self.lock:
+                self.active -= 1
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -234,9 +234,7 @@ def _expectations_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, 
 
 def _expectations_out(session: Session) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    reference = session.reference
-    if reference is None and session.expected_facts is None and session.turns and session.turns[-1].ground_truth:
-        reference = session.turns[-1].ground_truth
+    reference = session.reference if session.expected_facts is not None else session.reference_answer()
     if reference is not None:
         out["expected_response"] = reference
     if session.expected_facts is not None:

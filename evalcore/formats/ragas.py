@@ -69,9 +69,7 @@ class RagasFormat(Format):
 
     def write(self, session: Session) -> Iterable[Any]:
         row: dict[str, Any] = {"user_input": [_message_out(m) for m in session.messages if m.role != "system"]}
-        reference = session.reference
-        if reference is None and session.turns and session.turns[-1].ground_truth:
-            reference = session.turns[-1].ground_truth
+        reference = session.reference_answer()
         if reference is not None:
             row["reference"] = reference
         if session.reference_tool_calls is not None:

@@ -138,10 +138,14 @@ class Session(BaseModel):
 
     def final_answer(self) -> str | None:
         """The text of the last assistant message that has text, if any."""
-        for message in reversed(self.messages):
-            if message.role == "assistant" and message.text:
-                return message.text
-        return None
+        return last_answer(self.messages)
+
+    def reference_answer(self) -> str | None:
+        """The session's reference answer, else the last turn's ground truth (what formats with one
+        reference per session write)."""
+        if self.reference is not None:
+            return self.reference
+        return self.turns[-1].ground_truth if self.turns and self.turns[-1].ground_truth else None
 
 
 class Turn:
@@ -172,10 +176,7 @@ class Turn:
     @property
     def answer(self) -> str | None:
         """The last assistant text of the turn (its final answer), if any."""
-        for message in reversed(self.messages):
-            if message.role == "assistant" and message.text:
-                return message.text
-        return None
+        return last_answer(self.messages)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -185,6 +186,14 @@ class Turn:
     def tool_results(self) -> list[tuple[ToolCall, Message | None]]:
         """Each call of the turn with its result, linked by id, else by order."""
         return link_tool_results(self.messages)
+
+
+def last_answer(messages: list[Message]) -> str | None:
+    """The text of the last assistant message that has text, if any."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.text:
+            return message.text
+    return None
 
 
 def call_ids(messages: list[Message]) -> tuple[dict[int, str], dict[int, str]]:

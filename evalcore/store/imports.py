@@ -180,9 +180,5 @@ def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Ro
         [pk, f"import:{source}", stamp, f"re-imported from {source} line {line}", version],
     )
     # The text search sees the new conversation with the reviewers' ground truth laid over it.
-    effective = store._stored(
-        conn.execute(
-            f"SELECT {Store._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE s.id = ?", [pk]
-        ).fetchone()
-    )
+    effective = store.get(pk)
     conn.execute("UPDATE sessions SET search_text = ? WHERE id = ?", [search_text(effective.session), pk])

@@ -189,15 +189,6 @@ class Runs:
             "SELECT metric, status, value, warnings IS NOT NULL FROM scores WHERE run_id = ? AND turn = -1", [run_id]
         ).fetchall()
 
-    def session_scores(self, pk: int) -> list[tuple[Run, ScoreRow]]:
-        """Every score of one session, with its run, newest run first."""
-        out = []
-        for run in self.recent():
-            for row in self.scores(run.id, turns=True):
-                if row.session_pk == pk:
-                    out.append((run, row))
-        return out
-
 
 class StoreJudgeCache:
     """The judge cache kept in the store's ``judge_cache`` table."""

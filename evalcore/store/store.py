@@ -146,16 +146,18 @@ class Store:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    _COLUMNS = (
-        "s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
-        "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line"
+    _SELECT = (
+        "SELECT s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
+        "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line "
+        "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
     )
 
     def get(self, pk: int) -> StoredSession:
         """The session stored under ``pk``, with reviewers' edits applied."""
-        row = self.db.execute(
-            f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE s.id = ?", [pk]
-        ).fetchone()
+        return self._get(self.db.conn, pk)
+
+    def _get(self, conn: sqlite3.Connection, pk: int) -> StoredSession:
+        row = conn.execute(f"{self._SELECT} WHERE s.id = ?", [pk]).fetchone()
         if row is None:
             raise NotFoundError(f"no session #{pk}")
         return self._stored(row)
@@ -170,11 +172,7 @@ class Store:
     def _load_many(self, pks: list[int], found: dict[int, StoredSession]) -> None:
         for start in range(0, len(pks), 500):
             chunk = pks[start : start + 500]
-            rows = self.db.execute(
-                f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id "
-                f"WHERE s.id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
+            rows = self.db.execute(f"{self._SELECT} WHERE s.id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
             for row in rows:
                 found[row[0]] = self._stored(row)
 
@@ -309,12 +307,7 @@ class Store:
         if not author:
             raise UsageError("every edit needs an author")
         with self.write() as conn:
-            row = conn.execute(
-                f"SELECT {self._COLUMNS} FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE s.id = ?", [pk]
-            ).fetchone()
-            if row is None:
-                raise NotFoundError(f"no session #{pk}")
-            stored = self._stored(row)
+            stored = self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
             session = stored.session.model_copy(deep=True)
