@@ -184,3 +184,119 @@ def test_random_json_records_get_an_error_each_not_a_crash(values: list[Any], fm
     for result in read(stream, fmt):
         for problem in result.problems:
             assert "unreadable record" not in problem.message, problem
+
+
+# -- tool-call metrics against a literal transcription of ragas 0.4.3 ---------------------------
+# evalcore takes shortcuts (it stops at the first misaligned name; it finds distinct calls by
+# equality rather than by hashing); these oracles are ragas' code as it is, so any shortcut that
+# changed a number would show here.
+
+
+def _ragas_accuracy(pred: list[ToolCall], ref: list[ToolCall], strict_order: bool) -> float:
+    def arg_score(preds: dict[str, Any], refs: dict[str, Any]) -> float:
+        if not refs and not preds:
+            return 1.0
+        if not refs:
+            return 0.0
+        score = 0.0
+        for arg in refs:
+            if arg in preds:
+                score += float(str(refs[arg]) == str(preds[arg]))
+        return score / len(refs.keys())
+
+    def sort_key(tc: ToolCall) -> tuple[str, ...]:
+        key_list = [tc.name]
+        for name in sorted(tc.args):
+            key_list += [name, str(tc.args[name])]
+        return tuple(key_list)
+
+    if not pred and not ref:
+        return 1.0
+    if not pred or not ref:
+        return 0.0
+    if not strict_order:
+        pred, ref = sorted(pred, key=sort_key), sorted(ref, key=sort_key)
+    pred_names, ref_names = [c.name for c in pred], [c.name for c in ref]
+    aligned = int(pred_names == ref_names if strict_order else sorted(pred_names) == sorted(ref_names))
+    score = 0.0
+    compared = min(len(pred), len(ref))
+    for r, p in zip(ref, pred, strict=False):
+        if r.name == p.name:
+            score += arg_score(p.args, r.args)
+    score /= len(ref)
+    if compared < len(ref):
+        score *= compared / len(ref)
+    return score * aligned
+
+
+def _ragas_f1(pred: list[ToolCall], ref: list[ToolCall]) -> float:
+    def hashable(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return frozenset((k, hashable(v)) for k, v in obj.items())
+        if isinstance(obj, list | tuple):
+            return tuple(hashable(item) for item in obj)
+        if isinstance(obj, set):
+            return frozenset(hashable(item) for item in obj)
+        return obj
+
+    expected = {(c.name, hashable(c.args)) for c in ref}
+    actual = {(c.name, hashable(c.args)) for c in pred}
+    tp, fp, fn = len(actual & expected), len(actual - expected), len(expected - actual)
+    precision = tp / (tp + fp) if (tp + fp) > 0 else 0.0
+    recall = tp / (tp + fn) if (tp + fn) > 0 else 0.0
+    return round(2 * precision * recall / (precision + recall) if (precision + recall) > 0 else 0.0, 4)
+
+
+# Few names, keys and values, with 1 / 1.0 / True / "1" among them: calls often match, partly
+# match, or differ only in how a number is written.
+close_values = st.recursive(
+    st.sampled_from([1, 1.0, True, "1", 0, False, None, "a", -0.0, 0.0]),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from("xy"), kids, max_size=2),
+    max_leaves=4,
+)
+close_calls = st.builds(
+    lambda name, args: ToolCall(name=name, args=args),
+    st.sampled_from("abc"),
+    st.dictionaries(st.sampled_from("xyz"), close_values, max_size=3),
+)
+
+
+ALIASES: dict[Any, list[Any]] = {1: [1, 1.0, True, "1"], 0: [0, 0.0, -0.0, False, "0"]}
+
+
+@st.composite
+def aliased(draw: st.DrawFn, value: Any) -> Any:
+    """``value`` with numbers now and then written another way (1 -> 1.0, True, "1"), lists and dicts kept."""
+    if isinstance(value, dict):
+        return {k: draw(aliased(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [draw(aliased(v)) for v in value]
+    if type(value) in (int, float, bool) and value in ALIASES:
+        return draw(st.sampled_from(ALIASES[value]))
+    return value
+
+
+@st.composite
+def call_lists(draw: st.DrawFn) -> tuple[list[ToolCall], list[ToolCall]]:
+    big = draw(st.booleans()) and draw(st.booleans())  # now and then past 64 calls (evalcore hashes there)
+    reference = draw(st.lists(close_calls, min_size=65 if big else 0, max_size=80 if big else 6))
+    if reference and draw(st.booleans()):  # the reference again, values equal (==) but not always alike (str)
+        predicted = [ToolCall(name=c.name, args=draw(aliased(c.args))) for c in reference]
+        if draw(st.booleans()):
+            predicted = draw(st.permutations(predicted))
+    else:
+        pool = st.sampled_from(reference) | close_calls if reference else close_calls
+        predicted = draw(st.lists(pool, max_size=80 if big else 6))
+    return predicted, reference
+
+
+@SETTINGS
+@given(call_lists())
+def test_tool_call_metrics_equal_ragas_code(calls: tuple[list[ToolCall], list[ToolCall]]) -> None:
+    from evalcore.metrics.tool_calls import tool_call_accuracy, tool_call_f1
+
+    predicted, reference = calls
+    for strict in (True, False):
+        ours = tool_call_accuracy(predicted, reference, strict_order=strict)
+        assert repr(ours) == repr(_ragas_accuracy(predicted, reference, strict)), strict
+    assert repr(tool_call_f1(predicted, reference)[0]) == repr(_ragas_f1(predicted, reference))

@@ -20,76 +20,119 @@ def _sort_key(call: ToolCall) -> tuple[str, ...]:
     return tuple(key)
 
 
-def _arg_score(pred: dict[str, Any], ref: dict[str, Any]) -> float:
-    if not ref and not pred:
-        return 1.0
-    if not ref:
-        return 0.0
-    return sum(1.0 for k in ref if k in pred and str(pred[k]) == str(ref[k])) / len(ref)
-
-
 def tool_call_accuracy(predicted: list[ToolCall], reference: list[ToolCall], *, strict_order: bool) -> float:
-    """ragas 0.4.3 ``ToolCallAccuracy``: 0 whenever the call names do not line up."""
-    if not predicted and not reference:
-        return 1.0
+    """ragas 0.4.3 ``ToolCallAccuracy``: 0 whenever the call names do not line up.
+
+    ragas scores each aligned pair (the share of reference arguments whose ``str()`` the
+    prediction repeats; 1 when neither has arguments), averages over the reference calls and
+    multiplies by whether the names line up. Here a misaligned pair ends the work at once:
+    the same numbers, to the last bit, without scoring what is then multiplied by zero.
+    """
+    return _accuracy(predicted, reference, strict_order)[0]
+
+
+def _misnamed(predicted: list[ToolCall], reference: list[ToolCall], strict_order: bool) -> str:
+    n, pred, ref = next(
+        (n, p, r) for n, (p, r) in enumerate(zip(predicted, reference, strict=True), 1) if p.name != r.name
+    )
+    if strict_order:
+        return f"call {n} is {pred.name}; expected {ref.name}"
+    return f"{pred.name} called where {ref.name} was expected (order ignored)"
+
+
+def _calls(n: int) -> str:
+    return "1 call" if n == 1 else f"{n} calls"
+
+
+def _accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict_order: bool) -> tuple[float, str]:
+    """``tool_call_accuracy`` with its reason."""
     if not predicted or not reference:
-        return 0.0
+        if predicted:
+            return 0.0, f"{_calls(len(predicted))} made; none expected"
+        if reference:
+            return 0.0, f"no call made; {_calls(len(reference))} expected"
+        return 1.0, "no call made and none expected"
+    if len(predicted) != len(reference):
+        return 0.0, f"{_calls(len(predicted))} made; {_calls(len(reference))} expected"
     if not strict_order:
         predicted = sorted(predicted, key=_sort_key)
         reference = sorted(reference, key=_sort_key)
-    pred_names = [c.name for c in predicted]
-    ref_names = [c.name for c in reference]
-    aligned = pred_names == ref_names if strict_order else sorted(pred_names) == sorted(ref_names)
     score = 0.0
-    for ref, pred in zip(reference, predicted, strict=False):
-        if ref.name == pred.name:
-            score += _arg_score(pred.args, ref.args)
+    for ref, pred in zip(reference, predicted, strict=False):  # as long as each other (checked above)
+        if ref.name != pred.name:
+            return 0.0, _misnamed(predicted, reference, strict_order)
+        expected, given = ref.args, pred.args
+        if expected:
+            hits = 0.0
+            for key, value in expected.items():
+                if key in given:
+                    other = given[key]
+                    if type(other) is str and type(value) is str:  # str() of a str is itself
+                        if other == value:
+                            hits += 1.0
+                    elif other is value or str(other) == str(value):
+                        hits += 1.0
+            score += hits / len(expected)
+        elif not given:
+            score += 1.0
     score /= len(reference)
-    compared = min(len(predicted), len(reference))
-    if compared < len(reference):
-        score *= compared / len(reference)
-    return score * int(aligned)
+    order = "in order" if strict_order else "in any order"
+    return score, f"{_calls(len(reference))} named as expected, {order}; arguments matched {score:.2f}"
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _hashable(value: Any) -> Any:
-    # ragas' recursion (dicts to frozensets, lists to tuples), with scalars passed straight through.
+    # ragas' recursion (dicts and sets to frozensets, lists to tuples), scalars passed straight through.
     if isinstance(value, dict):
-        return frozenset((k, v if type(v) in _SCALARS else _hashable(v)) for k, v in value.items())
+        return frozenset([(k, v if type(v) in _SCALARS else _hashable(v)) for k, v in value.items()])
     if isinstance(value, list | tuple):
-        return tuple(v if type(v) in _SCALARS else _hashable(v) for v in value)
+        return tuple([v if type(v) in _SCALARS else _hashable(v) for v in value])
+    if isinstance(value, set):
+        return frozenset([_hashable(v) for v in value])
     return value
 
 
-_CONTAINERS = (dict, list, tuple)
+# Up to this many calls a side, distinct calls are found by equality (C loops over short lists);
+# beyond, by hashing as ragas does.
+_BY_EQUALITY = 64
 
 
-def _call_key(call: ToolCall) -> tuple[str, Any]:
-    args = call.args
-    for value in args.values():
-        if isinstance(value, _CONTAINERS):
-            return call.name, _hashable(args)
-    return call.name, frozenset(args.items())  # flat arguments: the common case, no recursion
+def _distinct(calls: list[ToolCall]) -> list[tuple[str, dict[str, Any]]]:
+    seen: list[tuple[str, dict[str, Any]]] = []
+    for call in calls:
+        key = (call.name, call.args)
+        if key not in seen:
+            seen.append(key)
+    return seen
 
 
 def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[float, float, float, int]:
-    """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall, matched)."""
-    expected = {_call_key(c) for c in reference}
-    actual = {_call_key(c) for c in predicted}
-    tp = len(actual & expected)
-    fp, fn = len(actual) - tp, len(expected) - tp
+    """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall, matched).
+
+    ragas makes each call hashable (name, arguments with dicts as frozensets and lists as
+    tuples) and compares the two sets. For JSON arguments (what every format gives), equal
+    hashable forms are exactly equal ``(name, args)`` pairs, so short lists are compared as they
+    are, with no copies. (A Python tuple, which no format makes, would not equal the same list.)
+    """
+    if len(predicted) > _BY_EQUALITY or len(reference) > _BY_EQUALITY:
+        expected_set = {(c.name, _hashable(c.args)) for c in reference}
+        actual_set = {(c.name, _hashable(c.args)) for c in predicted}
+        n_actual, n_expected, tp = len(actual_set), len(expected_set), len(actual_set & expected_set)
+    else:
+        expected, actual = _distinct(reference), _distinct(predicted)
+        n_actual, n_expected, tp = len(actual), len(expected), 0
+        for key in actual:
+            if key in expected:
+                tp += 1
+    if tp == n_actual == n_expected:  # the same calls (1.0), or none on either side (0.0): ragas' numbers
+        return (1.0, 1.0, 1.0, tp) if tp else (0.0, 0.0, 0.0, 0)
+    fp, fn = n_actual - tp, n_expected - tp
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return round(f1, 4), precision, recall, tp
-
-
-def _describe(predicted: list[ToolCall], reference: list[ToolCall]) -> str:
-    called = ", ".join([c.name for c in predicted]) or "none"
-    expected = ", ".join([c.name for c in reference]) or "none"
-    return f"called {called}; expected {expected}"
 
 
 @register_metric
@@ -103,8 +146,8 @@ class ToolCallAccuracy(Metric):
 
     def score_session(self, session: Session) -> MetricResult:
         predicted, reference = session.tool_calls(), session.reference_tool_calls or []
-        value = tool_call_accuracy(predicted, reference, strict_order=self.strict_order)
-        return self.result(value, _describe(predicted, reference))
+        value, reason = _accuracy(predicted, reference, self.strict_order)
+        return MetricResult(self.name, None, value, reason)
 
 
 @register_metric
@@ -128,7 +171,7 @@ class ToolCallF1(Metric):
         predicted, reference = session.tool_calls(), session.reference_tool_calls or []
         f1, precision, recall, matched = tool_call_f1(predicted, reference)
         reason = f"{matched} of {len(reference)} reference calls made exactly; {len(predicted)} calls in all"
-        return self.result(f1, reason, sub={"precision": precision, "recall": recall})
+        return MetricResult(self.name, None, f1, reason, sub={"precision": precision, "recall": recall})
 
 
 class ToolWeights(BaseModel):

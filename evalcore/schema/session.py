@@ -134,7 +134,7 @@ class Session(BaseModel):
 
     def tool_calls(self) -> list[ToolCall]:
         """Every tool call the assistant made, in order."""
-        return [call for m in self.messages if m.role == "assistant" for call in m.calls]
+        return _assistant_calls(self.messages)
 
     def final_answer(self) -> str | None:
         """The text of the last assistant message that has text, if any."""
@@ -181,11 +181,19 @@ class Turn:
     @property
     def tool_calls(self) -> list[ToolCall]:
         """The tool calls the assistant made during the turn, in order."""
-        return [c for m in self.messages if m.role == "assistant" for c in m.calls]
+        return _assistant_calls(self.messages)
 
     def tool_results(self) -> list[tuple[ToolCall, Message | None]]:
         """Each call of the turn with its result, linked by id, else by order."""
         return link_tool_results(self.messages)
+
+
+def _assistant_calls(messages: list[Message]) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for message in messages:  # a plain loop: scoring calls this for every session of a run
+        if message.tool_calls and message.role == "assistant":
+            calls += message.tool_calls
+    return calls
 
 
 def last_answer(messages: list[Message]) -> str | None:

@@ -5,24 +5,26 @@ Run with ``.venv/bin/python tests/bench/bench_metrics.py`` (about two minutes on
 Deterministic scoring, ``tool_call_accuracy`` and ``tool_call_f1``:
 
 - Builds a 20,000-session ragas JSONL file as ``bench_formats.py`` does (the 300 real ragas lines
-  of ``../shared/data/ragas_reference`` cycled, each made distinct) and imports it into a
-  temporary SQLite store (``evalcore.store.import_file``, timed for information only).
-- Times ``evalcore.scoring.score_dataset`` on it, best of 3, each a new run (``resume=False``):
-  reading the sessions from the store, scoring, writing every score, summarising. Then one more,
-  instrumented, run shows where that time goes. Also times ``evalcore.scoring.score_sessions``
-  over the same sessions already in memory (no store), best of 3: the counterpart of ragas'
-  ``evaluate()``, which scores an in-memory dataset into an in-memory result.
+  of ``../shared/data/ragas_reference`` cycled, each made distinct).
+- Times ``evalcore.scoring.score_sessions`` over those sessions in memory (no store), best of 5:
+  the counterpart of ragas' ``evaluate()``, which scores an in-memory dataset into an in-memory
+  result. Measured as ragas is: a fresh process reads the file, then the call alone is timed.
 - Times ragas 0.4.3's ``evaluate(dataset, metrics=[ToolCallAccuracy(), ToolCallF1()],
   show_progress=False, raise_exceptions=True)`` on the first 2,000 lines of the same file (ragas
   is slow; its rate does not depend on the size) in the separate ``.bench/ragas-venv`` (made by
   ``tests/bench/setup_ragas_env.sh`` when missing), timed inside that process around the call
-  only, best of 3. These metrics are not LLM metrics: the script checks that neither is a
+  only, best of 5. These metrics are not LLM metrics: the script checks that neither is a
   ``MetricWithLLM``/``MetricWithEmbeddings``, so ``evaluate`` builds no LLM and no embeddings
   (nothing is passed for them); analytics are off (``RAGAS_DO_NOT_TRACK=true``) and
   ``OPENAI_API_KEY`` is set to a dummy value in that process, so no real key could be used. ragas'
   per-sample "Length mismatch" ``UserWarning``s are silenced there, which only makes ragas
   faster. For scale, ragas' metrics are also timed called directly (``multi_turn_ascore`` in a
-  loop, no ``evaluate``). ragas' scores of the 2,000 samples are checked equal to evalcore's.
+  loop, no ``evaluate``). ragas' scores of the 2,000 samples are checked equal to evalcore's
+  scores of the same sessions in the timed run.
+- For scale, imports the file into a temporary SQLite store (``evalcore.store.import_file``) and
+  times ``evalcore.scoring.score_dataset`` on it, best of 5, each a new run (``resume=False``):
+  reading the sessions from the store, scoring, writing every score, summarising. Then one more,
+  instrumented, run shows where that time goes.
 
 Judge throughput: ``relevance_to_query`` (one session-level judge call per session) on 48 of those
 sessions against ``tests/openai_server.FakeOpenAI(latency=0.2)``, a real HTTP server on the
@@ -56,11 +58,9 @@ from _common import RAGAS_PYTHON, REFERENCE, ROOT, build_ragas_file, ensure_raga
 
 import evalcore
 import evalcore.scoring
-from evalcore import read_path
 from evalcore.judge import JudgeConfig
-from evalcore.metrics import Metric, create_metric
-from evalcore.schema import Session
-from evalcore.scoring import score_dataset, score_sessions
+from evalcore.metrics import Metric
+from evalcore.scoring import score_dataset
 from evalcore.store import Store, import_file
 from evalcore.store.runs import Runs
 
@@ -69,7 +69,7 @@ from openai_server import FakeOpenAI
 
 SESSIONS = 20_000
 RAGAS_SAMPLES = 2_000
-REPEAT = 3
+REPEAT = 5
 METRICS = ("tool_call_accuracy", "tool_call_f1")
 SCORE_TARGET = 50.0  # evalcore score_sessions sessions/s / ragas evaluate samples/s
 
@@ -115,6 +115,28 @@ for _ in range(repeat):
     direct_times.append(time.perf_counter() - start)
 result(times=times, direct_times=direct_times, samples=len(dataset), multi_turn=dataset.is_multi_turn(),
        scores=scores, direct_agrees=direct_scores == scores, llm_metrics=llm_metrics, version=ragas.__version__)
+"""
+
+
+# Run by evalcore's python, the counterpart of RAGAS_EVALUATE: a fresh process reads the file,
+# then score_sessions alone is timed. The scores of the first sessions come back for comparison.
+EVALCORE_SCORE = """
+import gc, sys, time
+from evalcore import read_path
+from evalcore.scoring import score_sessions
+
+path, repeat, metrics, keep = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), int(sys.argv[4])
+with read_path(path) as results:
+    sessions = [r.session for r in results if r.session is not None]
+times = []
+for _ in range(repeat):
+    gc.collect()
+    start = time.perf_counter()
+    scored = score_sessions(sessions, metrics)
+    times.append(time.perf_counter() - start)
+    assert len(scored) == len(sessions)
+scores = [[s[m][-1].value for m in metrics] for s in scored[:keep]]
+result(times=times, sessions=len(sessions), scores=scores)
 """
 
 
@@ -202,27 +224,14 @@ def breakdown(store: Store) -> tuple[float, dict[str, float]]:
     return total, dict(totals)
 
 
-def time_in_memory(sessions: list[Session]) -> float:
-    """Best of ``REPEAT`` calls of ``score_sessions``: sessions in memory to results in memory, as
-    ragas' ``evaluate()`` goes from an ``EvaluationDataset`` to an ``EvaluationResult``."""
-    times = []
-    for _ in range(REPEAT):
-        gc.collect()
-        start = time.perf_counter()
-        scored = score_sessions(sessions, list(METRICS))
-        times.append(time.perf_counter() - start)
-        if len(scored) != SESSIONS:
-            raise SystemExit(f"bench: score_sessions scored {len(scored)} of {SESSIONS} sessions")
-    return min(times)
-
-
-def agreement(sessions: list[Session], metrics: list[Metric], ragas_scores: list[list[float]]) -> int:
-    """How many of ragas' (session, metric) scores evalcore gives exactly."""
-    same = 0
-    for session, theirs in zip(sessions, ragas_scores, strict=False):
-        ours = [metric.evaluate(session)[-1].value for metric in metrics]
-        same += sum(a == b for a, b in zip(ours, theirs, strict=True))
-    return same
+def time_in_memory(src: Path) -> dict[str, Any]:
+    """Best of ``REPEAT`` calls of ``score_sessions`` over the file's sessions, read into a fresh
+    process as ragas' samples are: sessions in memory to results in memory, as ragas' ``evaluate()``
+    goes from an ``EvaluationDataset`` to an ``EvaluationResult``."""
+    result = run_script(sys.executable, EVALCORE_SCORE, str(src), str(REPEAT), ",".join(METRICS), str(RAGAS_SAMPLES))
+    if result["sessions"] != SESSIONS:
+        raise SystemExit(f"bench: score_sessions scored {result['sessions']} of {SESSIONS} sessions")
+    return result
 
 
 @dataclass
@@ -244,6 +253,12 @@ def deterministic(tmp: Path, problem: str | None) -> Deterministic:
         for _, line in zip(range(RAGAS_SAMPLES), full, strict=False):
             out.write(line)
     ragas = time_ragas(head) if problem is None else None
+    memory = time_in_memory(src)
+    memory_seconds = min(memory["times"])
+    agree = 0
+    if ragas:  # ragas' scores of its samples against evalcore's of the same sessions, value by value
+        pairs = zip(memory["scores"], ragas["scores"], strict=True)
+        agree = sum(a == b for ours, theirs in pairs for a, b in zip(ours, theirs, strict=True))
 
     with Store(tmp / "bench.db") as store:
         start = time.perf_counter()
@@ -253,12 +268,6 @@ def deterministic(tmp: Path, problem: str | None) -> Deterministic:
             raise SystemExit(f"bench: imported {imported.new} of {SESSIONS} sessions, {imported.failed} failed")
         score_seconds = time_score_dataset(store)
         breakdown_total, steps = breakdown(store)
-
-    with read_path(src) as results:
-        sessions = [r.session for r in results if r.session is not None]
-    metrics = [create_metric(name) for name in METRICS]
-    memory_seconds = time_in_memory(sessions)
-    agree = agreement(sessions[:RAGAS_SAMPLES], metrics, ragas["scores"]) if ragas else 0
     return Deterministic(import_seconds, score_seconds, memory_seconds, breakdown_total, steps, ragas, agree)
 
 
