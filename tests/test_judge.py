@@ -928,3 +928,21 @@ def test_a_metric_that_fails_keeps_what_its_calls_cost(server: FakeOpenAI, confi
     (result,) = asyncio.run(go())
     assert result.status == "error" and "not valid even after a repair" in (result.error or "")
     assert result.usage is not None and result.usage.calls == 2 and result.usage.model == config.model
+
+
+def test_a_turn_metric_whose_every_turn_fails_keeps_what_its_calls_cost(
+    server: FakeOpenAI, config: JudgeConfig
+) -> None:
+    from evalcore.schema import Message, Session
+
+    session = Session(messages=[Message(role="user", content="hi"), Message(role="assistant", content="hello")])
+    server.queue("malformed", "malformed")
+
+    async def go() -> Any:
+        async with Judge(config) as judge:
+            return await create_metric("gaussia_conversational").evaluate_async(session, judge)
+
+    turn, whole = asyncio.run(go())
+    assert turn.status == "error" and turn.usage is not None and turn.usage.calls == 2
+    assert whole.status == "error" and whole.error and whole.error.startswith("every turn failed; first: ")
+    assert whole.usage is not None and whole.usage.calls == 2 and whole.usage.input_tokens == turn.usage.input_tokens

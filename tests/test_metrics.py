@@ -139,6 +139,32 @@ def test_turn_metrics_roll_up_with_gaussia_weights() -> None:
     assert create_metric("exact_match").evaluate(session)[0].not_applicable == "no reference answer for this turn"
 
 
+def _three_turns(weights: list[float | None], truths: list[str | None]) -> Session:
+    messages = [Message(role=role, content=text) for q, a in (("q1", "a1"), ("q2", "no"), ("q3", "a3"))
+                for role, text in (("user", q), ("assistant", a))]  # fmt: skip
+    turns = [TurnTruth(ground_truth=t, weight=w) for w, t in zip(weights, truths, strict=True)]
+    return Session(messages=messages, turns=turns)
+
+
+def test_weights_resolved_over_every_turn_then_renormalised_over_the_turns_scored() -> None:
+    # Gaussia resolves weights over all of a session's turns, then takes the weighted mean of the
+    # scores it has. Here turn 3 has no reference: 0.2 and 0.3 become 0.4 and 0.6, with no warning.
+    result = create_metric("exact_match").evaluate(_three_turns([0.2, 0.3, 0.5], ["a1", "a2", None]))[-1]
+    assert result.value == pytest.approx(0.4) and result.warnings == []
+    # Partial weights: turn 1 weighs 0.5, turns 2 and 3 share the rest (0.25 each); turn 3 unscored.
+    result = create_metric("exact_match").evaluate(_three_turns([0.5, None, None], ["a1", "a2", None]))[-1]
+    assert result.value == pytest.approx(0.5 / 0.75) and result.warnings == []
+    # A fallback is decided over every turn and reported, whichever turns are scored.
+    result = create_metric("exact_match").evaluate(_three_turns([0.9, 0.9, 0.9], ["a1", "a2", None]))[-1]
+    assert result.value == pytest.approx(0.5) and "sum to 2.7, not 1.0" in result.warnings[0]
+    # The only turns scored weigh 0: no score at all, rather than one decided by weightless turns.
+    result = create_metric("exact_match").evaluate(_three_turns([0.0, 0.0, 1.0], ["a1", "a2", None]))[-1]
+    assert result.value is None and result.not_applicable == "the turns scored (1, 2) all weigh 0"
+    # Every turn weighs 0: Gaussia's rule 5 falls back to equal weights, with a warning.
+    result = create_metric("exact_match").evaluate(_three_turns([0.0, 0.0, 0.0], ["a1", "a2", "a3"]))[-1]
+    assert result.value == pytest.approx(2 / 3) and "sum to 0" in result.warnings[0]
+
+
 def _agentic_session(used: list[ToolCall], expected: dict[str, object], uses_tools: bool = True) -> Session:
     return Session(
         messages=[

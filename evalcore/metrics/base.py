@@ -216,17 +216,34 @@ class Metric(BaseModel):
     def roll_up(self, session: Session, results: list[MetricResult]) -> MetricResult:
         """The session's score from its turns' scores, weighted by Gaussia's rules.
 
-        Turns that failed or do not apply are left out; the weights of those scored are
-        resolved among themselves. A fallback to equal weights is reported as a warning.
+        The weights are resolved over every turn of the session (Gaussia resolves them over all
+        of a session's batches; a fallback to equal weights is reported as a warning), then the
+        turns that failed or do not apply are left out and the weights of the rest renormalised
+        to sum to 1, as Gaussia's weighted mean does. When every turn scored weighs 0, the
+        session has no score ("not applicable"), rather than one decided by weightless turns.
         """
         scored = [r for r in results if r.status == "ok" and r.value is not None]
         failed = [r for r in results if r.status == "error"]
         if not scored:
-            if failed:
-                return self.result(None, error=f"every turn failed; first: {failed[0].error}")
+            if failed:  # what the failed calls cost stays with the session's result
+                error = f"every turn failed; first: {failed[0].error}"
+                return self.result(None, error=error, usage=_sum_usage(results))
             reasons = sorted({r.not_applicable or "" for r in results})
             return self.not_applicable("no turn to score" + (f" ({'; '.join(reasons)})" if reasons else ""))
-        weights, warning = resolve_weights([_turn_weight(session, r.turn) for r in scored])
+        turns = [r.turn for r in results if r.turn is not None]
+        resolved, warning = resolve_weights([_turn_weight(session, t) for t in turns])
+        weight_of = dict(zip(turns, resolved, strict=True))
+        raw = [weight_of.get(r.turn, 0.0) if r.turn is not None else 0.0 for r in scored]
+        total = math.fsum(raw)
+        if total <= 0.0:
+            which = ", ".join(str((r.turn or 0) + 1) for r in scored)
+            return MetricResult(
+                self.name,
+                not_applicable=f"the turns scored ({which}) all weigh 0",
+                warnings=[warning] if warning else [],
+                usage=_sum_usage(results),
+            )
+        weights = [w / total for w in raw]
         value = math.fsum(w * (r.value or 0.0) for w, r in zip(weights, scored, strict=True))
         sub: dict[str, float] = {}
         for key in scored[0].sub:
