@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from formats_util import assert_round_trip, load_output, sessions_of, write_jsonl
+from formats_util import assert_round_trip, load_output, round_trip, sessions_of, write_jsonl
 
 from evalcore import convert_file
 
@@ -151,3 +151,45 @@ def test_content_parts_and_bare_items_come_back_as_they_were(tmp_path: Path) -> 
         ]
     }  # fmt: skip
     assert_round_trip(tmp_path, "open-responses", [trace])
+
+
+# -- LatticeFlow dataset rows: a column holds the Trace -----------------------------------------
+
+ROW = {"sample_id": "s-1", "trace": TRACE, "target": "Booked!", "difficulty": "easy"}
+ROW_AS_TEXT = {"conversation": json.dumps(TRACE), "target": "AZ123", "notes": None}
+
+
+def test_dataset_rows_are_read_as_traces_not_databricks_rows(tmp_path: Path) -> None:
+    # A row whose "trace" column holds a Trace once went to the Databricks reader (which has a trace column too).
+    sessions = sessions_of(write_jsonl(tmp_path / "rows.jsonl", [ROW, ROW_AS_TEXT]))
+    assert [s.provenance.format for s in sessions if s.provenance] == ["open-responses", "open-responses"]
+    row, text = sessions
+    assert row.session_id == "t-42" and row.reference == "Booked!" and len(row.messages) == 9
+    assert row.tool_calls()[0].name == "search_flights" and row.messages[3].tool_call_id == "call_b"
+    assert text.reference == "AZ123" and [m.text for m in text.messages] == [m.text for m in row.messages]
+    # Any column name works when the Trace carries LatticeFlow's FORMAT mark; the first record decides.
+    (other,) = sessions_of(write_jsonl(tmp_path / "c.jsonl", [{"input": "x", "recorded": TRACE}]))
+    assert other.provenance is not None and other.provenance.format == "open-responses"
+
+
+def test_dataset_rows_round_trip_and_take_the_reviewers_reference(tmp_path: Path) -> None:
+    row, text = round_trip(tmp_path, "open-responses", [ROW, ROW_AS_TEXT])
+    assert row == ROW
+    assert list(text) == list(ROW_AS_TEXT) and json.loads(text.pop("conversation")) == TRACE  # text stays text
+    assert text == {k: v for k, v in ROW_AS_TEXT.items() if k != "conversation"}
+    (session,) = sessions_of(write_jsonl(tmp_path / "r.jsonl", [ROW]))
+    session.reference = "Booked on AZ123."
+    middle = tmp_path / "edited.jsonl"
+    middle.write_text(session.model_dump_json() + "\n", encoding="utf-8")
+    back = tmp_path / "back.jsonl"
+    report = convert_file(middle, back, to="open-responses", source_format="evalcore")
+    assert report.errors == 0
+    (row,) = load_output(back)
+    assert row == {**ROW, "target": "Booked on AZ123."}  # where LatticeFlow's scorers read it; nothing else moved
+
+
+def test_a_bad_trace_in_a_row_names_the_column(tmp_path: Path) -> None:
+    bad = {"trace": {"items": [{"type": "function_call", "name": "x", "arguments": "{}"}]}, "target": "t"}
+    report = convert_file(write_jsonl(tmp_path / "t.jsonl", [ROW, bad]), tmp_path / "o.jsonl", to="evalcore")
+    assert report.sessions == 1 and report.errors == 1
+    assert str(report.problems[0]).endswith(":2: trace.items[0].call_id: expected a string, got null")

@@ -4,7 +4,11 @@ Items: ``message`` (any role, text parts or a string), ``function_call`` /
 ``function_call_output`` (linked by ``call_id``, never by ``id``), ``reasoning``
 (its text becomes the next assistant message's reasoning), and LatticeFlow's custom task
 input and output messages. A record is a Trace (``{"items": [...], "metadata": ...}``)
-or a list of items; a file that is one JSON array of items is one session.
+or a list of items; a file that is one JSON array of items is one session. A LatticeFlow
+dataset row is read too: a record whose column (``trace``, or any holding a Trace marked
+``"FORMAT": "open_responses"``, as an object or as JSON text) is the conversation; its other
+columns are kept, and ``target``, the free-form reference LatticeFlow's scorers use, is the
+session's reference answer.
 """
 
 from __future__ import annotations
@@ -31,6 +35,28 @@ def _is_item(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") in ITEM_TYPES
 
 
+def _as_trace(column: str, value: Any) -> dict[str, Any] | None:
+    """``value`` as a serialised Trace, if that is what it is (``trace`` needs no FORMAT mark)."""
+    if isinstance(value, str):
+        if '"items"' not in value:
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    marked = isinstance(value, dict) and (value.get("FORMAT") == "open_responses" or column == "trace")
+    return value if marked and isinstance(value.get("items"), list) else None
+
+
+def _trace_column(row: dict[str, Any]) -> str | None:
+    """The column of a LatticeFlow dataset row that holds the conversation's Trace."""
+    if "items" in row:
+        return None  # a Trace itself, not a row
+    if _as_trace("trace", row.get("trace")) is not None:
+        return "trace"
+    return next((k for k, v in row.items() if _as_trace(k, v) is not None), None)
+
+
 @register
 class OpenResponsesFormat(Format):
     """Open Responses traces."""
@@ -43,6 +69,8 @@ class OpenResponsesFormat(Format):
     def sniff(self, value: Any) -> bool:
         if isinstance(value, dict) and isinstance(value.get("items"), list):
             return value.get("FORMAT") == "open_responses" or not value["items"] or _is_item(value["items"][0])
+        if isinstance(value, dict) and _trace_column(value) is not None:
+            return True  # a LatticeFlow dataset row (before Databricks, whose rows may have a trace column)
         if isinstance(value, list):
             return bool(value) and _is_item(value[0])
         return _is_item(value)
@@ -50,13 +78,21 @@ class OpenResponsesFormat(Format):
     def parse(self, value: Any) -> Session:
         if isinstance(value, list):
             return _trace_in({"items": value}, bare=True)
-        return _trace_in(expect_dict(value, "record"), bare=False)
+        record = expect_dict(value, "record")
+        column = _trace_column(record)
+        if column is not None:
+            return _row_in(record, column)
+        return _trace_in(record, bare=False)
 
     def reader(self) -> Reader:
         return _ItemsReader(self.parse)
 
     def write(self, session: Session) -> Iterable[Any]:
         extras = dict(session.metadata.get(NS) or {})
+        row = extras.pop("row", None)
+        if isinstance(row, dict):
+            (inner,) = self.write(session.model_copy(update={"metadata": {**session.metadata, NS: extras}}))
+            return [_row_out(session, row, inner)]
         items = _items_out(session, extras.pop("trailing", []))
         if extras.pop("items_only", False):
             return items  # one value per item: a .json output is again one flat array of items
@@ -99,6 +135,30 @@ class _ItemsReader(Reader):
             return []
         items, self._items = self._items, []
         return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
+
+
+def _row_in(record: dict[str, Any], column: str) -> Session:
+    raw = record[column]
+    trace = _as_trace(column, raw)
+    assert trace is not None  # _trace_column found it
+    try:
+        session = _trace_in(trace, bare=False)
+    except RecordError as exc:  # the trace's fields are named from the row
+        raise RecordError(exc.reason, f"{column}.{exc.field}" if exc.field else column) from exc
+    columns = {k: None if k == column else v for k, v in record.items()}  # the trace's place kept
+    session.metadata.setdefault(NS, {})["row"] = {"column": column, "columns": columns, "text": isinstance(raw, str)}
+    if isinstance(columns.get("target"), str):
+        session.reference = columns["target"]
+    return session
+
+
+def _row_out(session: Session, row: dict[str, Any], trace: Any) -> dict[str, Any]:
+    columns = dict(row.get("columns") or {})
+    if session.reference is not None or isinstance(columns.get("target"), str):
+        columns["target"] = session.reference  # the reviewer's reference, where LatticeFlow's scorers read it
+    column = str(row.get("column") or "trace")
+    columns[column] = json.dumps(trace, ensure_ascii=False) if row.get("text") else trace
+    return columns
 
 
 def _trace_in(trace: dict[str, Any], *, bare: bool, items_only: bool = False) -> Session:
