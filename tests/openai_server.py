@@ -119,7 +119,7 @@ class FakeOpenAI(LoopbackServer):
         self.lock = threading.Lock()
 
     def queue(self, *faults: str) -> None:
-        """Faults for the next requests, in order: 429, 500, timeout, malformed, garbage."""
+        """Faults for the next requests, in order: 429, 500, timeout, malformed, garbage, no_usage."""
         with self.lock:
             self.faults.extend(faults)
 
@@ -144,7 +144,10 @@ class FakeOpenAI(LoopbackServer):
             self._send_raw(handler, 200, b"<html>oops</html>")
         else:
             content = "this is not JSON {" if fault == "malformed" else json.dumps(self.answer(request))
-            self._send(handler, 200, self.completion(request, content))
+            completion = self.completion(request, content)
+            if fault == "no_usage":  # some servers report no token usage
+                del completion["usage"]
+            self._send(handler, 200, completion)
 
     def answer(self, request: dict[str, Any]) -> Any:
         system = request["messages"][0]["content"]

@@ -274,8 +274,8 @@ def check_complete_run(store: Store, report: RunReport, specs: list[str | dict[s
     expected_na = {
         "topic_adherence": set(everyone),  # no reference topics anywhere
         "gaussia_context": set(DATABRICKS_IDS),  # Databricks records carry no context
-        "correctness": set(GAUSSIA_IDS),  # the Gaussia sample has no expected facts or response
-        "agent_goal_accuracy": set(GAUSSIA_IDS),  # ... nor a desired outcome
+        "correctness": set(),  # Gaussia's sessions: the last turn's ground truth is the expected response
+        "agent_goal_accuracy": set(),  # ... and the desired outcome
         "gaussia_conversational": set(),
         "relevance_to_query": set(),
         "rubric_score": set(),
@@ -946,3 +946,40 @@ def test_a_turn_metric_whose_every_turn_fails_keeps_what_its_calls_cost(
     assert turn.status == "error" and turn.usage is not None and turn.usage.calls == 2
     assert whole.status == "error" and whole.error and whole.error.startswith("every turn failed; first: ")
     assert whole.usage is not None and whole.usage.calls == 2 and whole.usage.input_tokens == turn.usage.input_tokens
+
+
+def test_the_cache_tells_endpoints_apart(server: FakeOpenAI, config: JudgeConfig) -> None:
+    # One model name on two servers (a local Ollama and a vLLM, say) can be two different models.
+    cache = MemoryCache()
+    with FakeOpenAI() as other:
+        (first,), sent = ask(config, cache=cache)
+        (second,), sent_other = ask(judge_config(other.url), cache=cache)
+        assert sent == sent_other == 1 and len(other.requests) == 1 and second.cached == 0
+        (again,), sent_again = ask(judge_config(other.url), cache=cache)
+        assert sent_again == 0 and again.cached == 1 and len(cache.calls) == 2
+
+
+def test_an_endpoint_that_reports_no_usage_gives_an_unknown_cost(server: FakeOpenAI, config: JudgeConfig) -> None:
+    server.queue("no_usage")
+    (verdict,), sent = ask(config)
+    assert sent == 1 and verdict.answer is not None
+    assert (verdict.calls, verdict.input_tokens, verdict.output_tokens, verdict.cost) == (1, 0, 0, None)
+
+
+def test_a_turns_ground_truth_is_the_expected_response_of_session_judges(
+    server: FakeOpenAI, config: JudgeConfig
+) -> None:
+    # Gaussia keeps the reference per turn (ground_truth_assistant): the last turn's is the session's.
+    from evalcore.schema import Message, Session, TurnTruth
+    from evalcore.scoring import score_sessions
+
+    session = Session(
+        messages=[Message(role="user", content="Capital of France?"), Message(role="assistant", content="Paris.")],
+        turns=[TurnTruth(ground_truth="Paris is the capital of France.")],
+    )
+    (scored,) = score_sessions([session], ["correctness", "agent_goal_accuracy", "rubric_score"], judge=config)
+    assert all(results[-1].status == "ok" for results in scored.values()), scored
+    asked = [r["messages"][1]["content"] for r in server.requests]
+    assert "Expected response:\nParis is the capital of France." in asked[0]
+    assert "Desired outcome:\nParis is the capital of France." in asked[1]
+    assert "Reference answer:\nParis is the capital of France." in asked[2]

@@ -174,7 +174,9 @@ class Judge:
         request: dict[str, Any] = {"model": self.config.model, "messages": list(messages), "temperature": 0}
         if self.config.json_mode:
             request["response_format"] = {"type": "json_object"}
-        key = hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        # The endpoint is part of the question: one model name on two servers can be two models.
+        asked = {"endpoint": self.config.base_url.rstrip("/"), **request}
+        key = hashlib.sha256(json.dumps(asked, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
         verdict.keys.append(key)
         cached = self.cache.get(key)
         if cached is not None:
@@ -193,7 +195,7 @@ class Judge:
         verdict.calls += 1
         verdict.input_tokens += tokens_in
         verdict.output_tokens += tokens_out
-        cost = self.config.cost(tokens_in, tokens_out)
+        cost = self.config.cost(tokens_in, tokens_out) if usage else None  # no usage reported: cost unknown
         verdict.cost = None if cost is None or verdict.cost is None else verdict.cost + cost
         verdict.raw = raw
         return str(raw), CachedCall(key, self.config.model, request, raw, tokens_in, tokens_out)

@@ -42,7 +42,7 @@ class Correctness(SessionJudge):
         expected = (
             "Expected facts:\n" + "\n".join(f"- {f}" for f in session.expected_facts)
             if session.expected_facts
-            else f"Expected response:\n{session.reference}"
+            else f"Expected response:\n{session.reference_answer()}"
         )
         return f"Conversation:\n{before}\n\nFinal response:\n{answer}\n\n{expected}"
 
@@ -157,7 +157,8 @@ class ContextSufficiency(SessionJudge):
 
     def prompt(self, session: Session) -> str:
         before, _answer = final_exchange(session)
-        expected = "\n".join(f"- {f}" for f in session.expected_facts) if session.expected_facts else session.reference
+        facts = session.expected_facts
+        expected = "\n".join(f"- {f}" for f in facts) if facts else session.reference_answer()
         context = chunks_text(session.retrieved_context or [])
         return f"Request:\n{before}\n\nExpected answer:\n{expected}\n\nRetrieved context:\n{context}"
 

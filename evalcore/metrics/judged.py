@@ -87,7 +87,8 @@ class AgentGoalAccuracy(SessionJudge):
     )
 
     def prompt(self, session: Session) -> str:
-        desired = session.reference or session.goal or "\n".join(f"- {f}" for f in session.expected_facts or [])
+        facts = "\n".join(f"- {f}" for f in session.expected_facts or [])
+        desired = session.reference_answer() or session.goal or facts
         return f"Workflow:\n{transcript(session.messages)}\n\nDesired outcome:\n{desired}"
 
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
@@ -190,8 +191,9 @@ class _Rubric(SessionJudge):
 
     def prompt(self, session: Session) -> str:
         text = f"Conversation:\n{transcript(session.messages)}"
-        if session.reference:
-            text += f"\n\nReference answer:\n{session.reference}"
+        reference = session.reference_answer()
+        if reference:
+            text += f"\n\nReference answer:\n{reference}"
         return f"{text}\n\nScoring rubric:\n{_rubric_text(self.rubric(session))}"
 
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
