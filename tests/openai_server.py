@@ -35,7 +35,9 @@ def fake_value(schema: dict[str, Any], defs: dict[str, Any], seed: int, name: st
         props = schema.get("properties", {})
         return {k: fake_value(v, defs, seed + i, k) for i, (k, v) in enumerate(props.items())}
     if kind == "array":
-        return [fake_value(schema.get("items", {}), defs, seed + i, name) for i in range(1 + seed % 2)]
+        low, high = schema.get("minItems", 1), schema.get("maxItems", 2)  # as structured output honours them
+        count = low + seed % (high - low + 1)
+        return [fake_value(schema.get("items", {}), defs, seed + i, name) for i in range(count)]
     if kind == "boolean":
         return seed % 2 == 0
     if kind == "integer":

@@ -983,3 +983,39 @@ def test_a_turns_ground_truth_is_the_expected_response_of_session_judges(
     assert "Expected response:\nParis is the capital of France." in asked[0]
     assert "Desired outcome:\nParis is the capital of France." in asked[1]
     assert "Reference answer:\nParis is the capital of France." in asked[2]
+
+
+class ScriptedAnswers(FakeOpenAI):
+    """Answers with the given JSON objects in turn (the last one from then on)."""
+
+    def __init__(self, *answers: Any) -> None:
+        super().__init__()
+        self.answers = list(answers)
+
+    def answer(self, request: dict[str, Any]) -> Any:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_a_judge_that_skips_guidelines_or_chunks_is_asked_to_repair_then_fails() -> None:
+    from evalcore.schema import ContextChunk, Message, Session
+    from evalcore.scoring import score_sessions
+
+    session = Session(
+        messages=[Message(role="user", content="Tell me about Acme"), Message(role="assistant", content="ACME!!!")],
+        guidelines=["Be polite", "No capital letters", "Answer in French"],
+        retrieved_context=[ContextChunk(content=c) for c in ("Acme sells anvils", "Sunny today", "Cats")],
+    )
+    one = {"reason": "polite", "checks": [{"guideline": "Be polite", "followed": True}]}
+    three = {"reason": "shouts", "checks": [{"guideline": g, "followed": g == "Be polite"} for g in session.guidelines]}
+    with ScriptedAnswers(one, three) as server:
+        (scored,) = score_sessions([session], ["guideline_adherence"], judge=judge_config(server.url))
+        (result,) = scored["guideline_adherence"]
+        assert len(server.requests) == 2 and "checks" in server.requests[1]["messages"][-1]["content"]
+    assert result.value == 0.0 and result.sub == {"share_followed": pytest.approx(1 / 3)}
+    assert "Not followed: No capital letters; Answer in French" in (result.reason or "")
+    rating = {"reason": "one", "ratings": [{"chunk": 1, "relevant": True}]}
+    with ScriptedAnswers(rating) as server:  # never all three: an error, not a precision of 1 of 1
+        (scored,) = score_sessions([session], ["chunk_relevance_precision"], judge=judge_config(server.url))
+        (result,) = scored["chunk_relevance_precision"]
+    assert result.status == "error" and "not valid even after a repair" in (result.error or "")
+    assert result.usage is not None and result.usage.calls == 2

@@ -3,9 +3,10 @@ context sufficiency and chunk relevance. Each sees the conversation and its fina
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from evalcore.metrics.base import register_metric
 from evalcore.metrics.judged import Reasoned, SessionJudge, YesNo, final_exchange
@@ -62,6 +63,14 @@ class GuidelinesAnswer(Reasoned):
     checks: list[GuidelineCheck]
 
 
+@functools.cache
+def rating_schema(base: type[BaseModel], field: str, item: type[BaseModel], n: int, what: str) -> type[BaseModel]:
+    """``base`` with ``field`` a list of exactly ``n`` items: a judge that skips one is asked to repair."""
+    described = Field(min_length=n, max_length=n, description=f"exactly {n}: one per {what}, in the order given")
+    fields: Any = {field: (list[item], described)}  # type: ignore[valid-type]
+    return create_model(base.__name__, __base__=base, **fields)
+
+
 @register_metric
 class GuidelineAdherence(SessionJudge):
     """Does the final response follow every guideline (the session's and ``global_guidelines``)? (Databricks)"""
@@ -83,16 +92,18 @@ class GuidelineAdherence(SessionJudge):
 
     def prompt(self, session: Session) -> str:
         before, answer = final_exchange(session)
-        listed = "\n".join(f"- {g}" for g in self.guidelines(session))
+        listed = "\n".join(f"{i}. {g}" for i, g in enumerate(self.guidelines(session), 1))
         return f"Conversation:\n{before}\n\nFinal response:\n{answer}\n\nGuidelines:\n{listed}"
 
+    def answer_shape(self, session: Session) -> type[BaseModel]:
+        return rating_schema(GuidelinesAnswer, "checks", GuidelineCheck, len(self.guidelines(session)), "guideline")
+
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
-        if not answer.checks:
-            return None, "the judge checked no guideline", {}
-        followed = sum(1 for c in answer.checks if c.followed)
-        broken = [c.guideline for c in answer.checks if not c.followed]
+        guidelines = self.guidelines(session)  # the checks come one per guideline, in order (the schema says so)
+        broken = [g for g, c in zip(guidelines, answer.checks, strict=True) if not c.followed]
         reason = answer.reason + (f" Not followed: {'; '.join(broken)}" if broken else "")
-        return (1.0 if not broken else 0.0), reason, {"share_followed": followed / len(answer.checks)}
+        share = (len(guidelines) - len(broken)) / len(guidelines)
+        return (1.0 if not broken else 0.0), reason, {"share_followed": share}
 
 
 @register_metric
@@ -186,10 +197,10 @@ class ChunkRelevancePrecision(SessionJudge):
         before, _answer = final_exchange(session)
         return f"Request:\n{before}\n\nRetrieved context:\n{chunks_text(session.retrieved_context or [])}"
 
+    def answer_shape(self, session: Session) -> type[BaseModel]:
+        return rating_schema(ChunksAnswer, "ratings", ChunkRating, len(session.retrieved_context or []), "chunk")
+
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
-        count = len(session.retrieved_context or [])
-        rated = {r.chunk: r.relevant for r in answer.ratings if 1 <= r.chunk <= count}
-        if not rated:
-            return None, "the judge rated no chunk", {}
-        relevant = sum(1 for v in rated.values() if v)
-        return relevant / len(rated), f"{answer.reason} ({relevant} of {len(rated)} chunks relevant)", {}
+        count = len(answer.ratings)  # one per chunk, in order (the schema says so)
+        relevant = sum(1 for r in answer.ratings if r.relevant)
+        return relevant / count, f"{answer.reason} ({relevant} of {count} chunks relevant)", {}

@@ -55,8 +55,12 @@ class SessionJudge(Metric):
     def interpret(self, answer: Any, session: Session) -> tuple[float | None, str, dict[str, float]]:
         return (1.0 if answer.verdict == "yes" else 0.0), answer.reason, {}
 
+    def answer_shape(self, session: Session) -> type[BaseModel]:
+        """The answer's shape for this session (a judge that rates n items must rate exactly n)."""
+        return self.answer_schema
+
     async def judge_session(self, session: Session, judge: Judge) -> MetricResult:
-        verdict = await judge.ask(self.system, self.prompt(session), self.answer_schema)
+        verdict = await judge.ask(self.system, self.prompt(session), self.answer_shape(session))
         value, reason, sub = self.interpret(verdict.answer, session)
         if value is None:
             return MetricResult(metric=self.name, not_applicable=reason, usage=usage(judge, verdict))
