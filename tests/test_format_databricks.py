@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from formats_util import assert_round_trip, load_output, sessions_of, write_jsonl
+from formats_util import assert_round_trip, load_output, round_trip, sessions_of, write_jsonl
 
 from evalcore import convert_file
 
@@ -183,3 +183,38 @@ def test_chat_messages_written_to_a_request_carry_call_ids(tmp_path: Path) -> No
     (out,) = load_output(tmp_path / "d.jsonl")
     messages = out["request"]["messages"]
     assert messages[1]["tool_calls"][0]["id"] == "call_0" and messages[2]["tool_call_id"] == "call_0"
+
+
+def test_a_row_with_request_response_and_trace_takes_what_only_the_trace_has(tmp_path: Path) -> None:
+    from evalcore.metrics import create_metric
+
+    j = json.dumps
+    span = {"trace_id": "t", "start_time_unix_nano": 0, "end_time_unix_nano": 1, "status": {"code": "STATUS_CODE_OK"}}
+    trace = {
+        "info": {"trace_id": "tr-1", "state": "OK", "execution_duration_ms": 2500},
+        "data": {"spans": [
+            {**span, "span_id": "r", "parent_span_id": None, "name": "root", "attributes": {
+                "mlflow.spanType": j("CHAIN"), "mlflow.spanOutputs": j("MLflow is a platform."),
+                "mlflow.spanInputs": j({"messages": [{"role": "user", "content": "What is MLflow?"}]})}},
+            {**span, "span_id": "ret", "parent_span_id": "r", "name": "retrieve", "attributes": {
+                "mlflow.spanType": j("RETRIEVER"), "mlflow.spanInputs": j("q"),
+                "mlflow.spanOutputs": j([{"page_content": "MLflow docs", "metadata": {"doc_uri": "doc1"}}])}},
+            {**span, "span_id": "llm", "parent_span_id": "r", "name": "llm", "attributes": {
+                "mlflow.spanType": j("CHAT_MODEL"),
+                "mlflow.chat.tokenUsage": j({"input_tokens": 10, "output_tokens": 5, "total_tokens": 15})}},
+        ]},
+    }  # fmt: skip
+    row = {
+        "request_id": "r-1",
+        "request": "What is MLflow?",
+        "response": "An open platform.",
+        "trace": j(trace),
+        "expected_retrieved_context": [{"doc_uri": "doc1"}],
+    }
+    (session,) = sessions_of(write_jsonl(tmp_path / "r.jsonl", [row]))
+    assert session.session_id == "r-1" and [m.text for m in session.messages] == [row["request"], row["response"]]
+    scores = {m: create_metric(m).evaluate(session)[-1].value for m in ("latency", "token_usage", "document_recall")}
+    assert scores == {"latency": 2.5, "token_usage": 15.0, "document_recall": 1.0}  # were "not applicable"
+    assert round_trip(tmp_path, "databricks", [row]) == [row]  # and nothing the trace gave becomes a column
+    (broken,) = sessions_of(write_jsonl(tmp_path / "b.jsonl", [{**row, "trace": "{not json"}]))
+    assert [m.text for m in broken.messages] == [row["request"], row["response"]]  # the row stands on its own

@@ -318,3 +318,23 @@ def test_json_metric_specs_and_scoring_inside_an_event_loop(ragas_reference: Pat
             return score_dataset(store, "ref", ["tool_call_f1"]).run.n_done
 
         assert asyncio.run(in_a_notebook()) == 300
+
+
+def test_counts_ignore_nan_and_infinite_numbers() -> None:
+    # JSON files may carry NaN (ragas writes it): it is not a latency or a token count.
+    session = Session(
+        messages=[
+            Message(role="user", content="hi"),
+            Message(
+                role="assistant",
+                content="hello",
+                metadata={"latency_ms": math.nan, "usage": {"input_tokens": math.inf}},
+            ),
+        ],
+        metadata={"latency_ms": math.nan},
+    )
+    for name in ("latency", "token_usage"):
+        (result,) = create_metric(name).evaluate(session)
+        assert result.status == "not_applicable", (name, result)
+    session.messages[1].metadata["latency_ms"] = 1500
+    assert create_metric("latency").evaluate(session)[-1].value == 1.5

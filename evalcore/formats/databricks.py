@@ -68,13 +68,20 @@ class DatabricksFormat(Format):
         messages: list[dict[str, Any]] = []
         if "request" in row:
             messages, meta["request"] = _request_in(row["request"], "inputs" if meta.get("mlflow3") else "request")
+            if data.get("trace") is not None:  # the conversation is the row's; the rest may come from the trace
+                try:
+                    derived = session_fields_from_trace(_trace_dict(data["trace"]))
+                except RecordError:
+                    derived = {}  # a trace we cannot read is kept as it came; the row stands on its own
+                derived.pop("messages", None)
+                for column, key in (("request_id", "session_id"), ("tags", "tags"), ("retrieved_context",) * 2):
+                    if row.get(column) is not None:
+                        derived.pop(key, None)  # the row says it: the trace's is not taken, nor noted
+                _take_from_trace(derived, data, meta)
         elif data.get("trace") is not None:
             derived = session_fields_from_trace(_trace_dict(data["trace"]))
             messages = derived.pop("messages", [])
-            # What the trace gave is noted, so that writing the row back does not add it as columns.
-            meta["from_trace"] = {k: derived[k] for k in ("session_id", "tags", "retrieved_context") if k in derived}
-            for key, item in derived.items():
-                data.setdefault(key, item)
+            _take_from_trace(derived, data, meta)
         else:
             raise RecordError("missing (a row needs a request or a trace)", "request")
         if row.get("response") is not None:
@@ -100,7 +107,7 @@ class DatabricksFormat(Format):
         from_trace_id = derived is not None and session.session_id == derived.get("session_id")
         if session.session_id is not None and not from_trace_id:  # an id the trace gave is not a column
             row["request_id"] = session.session_id
-        if derived is None:  # a row with a trace alone keeps its conversation in the trace
+        if derived is None or "request" in meta:  # a row with a trace alone keeps its conversation in the trace
             messages = list(session.messages)
             form = meta.get("response")
             last = messages[-1] if messages else None
@@ -139,6 +146,14 @@ class DatabricksFormat(Format):
             row["tags"] = tags
         row.update(extra)
         return [row]
+
+
+def _take_from_trace(derived: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> None:
+    """Session fields a trace gave, where the row did not give them. What the trace gave is noted,
+    so that writing the row back does not add it as columns."""
+    meta["from_trace"] = {k: derived[k] for k in ("session_id", "tags", "retrieved_context") if k in derived}
+    for key, item in derived.items():
+        data.setdefault(key, item)
 
 
 def _trace_dict(trace: Any) -> dict[str, Any]:

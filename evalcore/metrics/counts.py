@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 from evalcore.metrics.base import Metric, MetricResult, register_metric
 from evalcore.schema import Session
@@ -35,14 +35,17 @@ class ToolCallCount(Metric):
         return self.result(float(len(session.tool_calls())))
 
 
+def _finite(value: Any) -> TypeGuard[int | float]:
+    """A number a count can use: NaN and infinities (JSON files may hold them) are not data."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _usage(metadata: dict[str, Any]) -> dict[str, int]:
     usage = metadata.get("usage")
     if not isinstance(usage, dict):
         return {}
     return {
-        k: int(v)
-        for k, v in usage.items()
-        if k in ("input_tokens", "output_tokens", "total_tokens") and isinstance(v, int | float)
+        k: int(v) for k, v in usage.items() if k in ("input_tokens", "output_tokens", "total_tokens") and _finite(v)
     }
 
 
@@ -77,9 +80,9 @@ class Latency(Metric):
 
     def score_session(self, session: Session) -> MetricResult:
         latency = session.metadata.get("latency_ms")
-        if not isinstance(latency, int | float):
+        if not _finite(latency):
             parts = [m.metadata.get("latency_ms") for m in session.messages]
-            numbers = [p for p in parts if isinstance(p, int | float)]
+            numbers = [p for p in parts if _finite(p)]
             if not numbers:
                 return self.not_applicable("missing latency in the data")
             latency = sum(numbers)
