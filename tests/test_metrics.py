@@ -221,6 +221,17 @@ def test_gaussia_tool_correctness() -> None:
     disjoint = _agentic_session([ToolCall(name="x", args={}), ToolCall(name="search", args={})],
                                 {"expected_tools": [{"tool_name": "search"}, {"tool_name": "y"}]})  # fmt: skip
     assert metric.evaluate(disjoint)[0].sub["selection"] == pytest.approx(1 / 3)
+    # Data other than Gaussia's does not say whether the answer used the tools' results: utilization is
+    # unknown, left out, and the three known parts carry the whole weight (not a utilization of 0).
+    unknown = perfect.model_copy(deep=True)
+    unknown.turns[0].metadata = {}
+    (turn, _) = metric.evaluate(unknown)
+    assert turn.value == pytest.approx(1.0) and "utilization" not in turn.sub and turn.sub["is_correct"] == 1.0
+    assert "utilization unknown" in (turn.reason or "")
+    unknown_partial = partial.model_copy(deep=True)
+    unknown_partial.turns[0].metadata = {}
+    (turn, _) = metric.evaluate(unknown_partial)
+    assert turn.value == pytest.approx((0.5 + 0.25 + 0.0) / 3)
 
 
 def test_counts_usage_latency_and_document_recall() -> None:

@@ -235,12 +235,20 @@ class AgenticToolCorrectness(Metric):
             "selection": _selection({u["tool_name"] for u in used}, {str(e.get("tool_name")) for e in expected}),
             "parameters": self._parameters(expected, used),
             "sequence": self._sequence(expected, used, bool(expected_usage.get("tool_sequence_matters", True))),
-            "utilization": 1.0 if raw.get("final_answer_uses_tools") else 0.0,
         }
+        uses = raw.get("final_answer_uses_tools")
+        if uses is not None:  # Gaussia's data says it; other data does not, and a guess would be a zero
+            parts["utilization"] = 1.0 if uses else 0.0
         w = self.weights
         overall = math.fsum(getattr(w, k) * v for k, v in parts.items())
+        if uses is None:  # the known parts carry the whole weight, in their proportions
+            known = math.fsum(getattr(w, k) for k in parts)
+            overall = overall / known * math.fsum(w.model_dump().values()) if known else 0.0
         correct = overall >= self.threshold
-        reason = ", ".join(f"{k} {v:.2f}" for k, v in parts.items()) + f"; {'correct' if correct else 'not correct'}"
+        reason = ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
+        if uses is None:
+            reason += ", utilization unknown (the data does not say whether the answer used the results)"
+        reason += f"; {'correct' if correct else 'not correct'}"
         return self.result(overall, reason, turn=turn.index, sub={**parts, "is_correct": float(correct)})
 
     @staticmethod
