@@ -48,22 +48,16 @@ class GaussiaContext(_TurnJudged):
         if turn.answer is None:
             return self.not_applicable("no assistant answer in this turn", turn.index)
         with_observation = bool(turn.truth.observation)
+        reference = self.reference_part(session, turn, last=last)
+        compare = "consider the observation, " if with_observation else "compare it with the reference answer, "
         system = (
             "You are a contextual compliance analyzer. Examine the context, review the assistant's answer, "
-            + ("consider the observation, " if with_observation else "compare it with the reference answer, ")
+            + (compare if reference else "")  # no reference to compare with: the prompt does not mention one
             + "determine how well the answer aligns with and stays within the context (0 to 1), and give "
             + ("insights citing points from the observation." if with_observation else "insights.")
         )
-        user = "\n\n".join(
-            p
-            for p in (
-                f"Context:\n{session.context}",
-                f"Question:\n{turn.query}",
-                self.reference_part(session, turn, last=last),
-                f"Assistant:\n{turn.answer}",
-            )
-            if p
-        )
+        parts = (f"Context:\n{session.context}", f"Question:\n{turn.query}", reference, f"Assistant:\n{turn.answer}")
+        user = "\n\n".join(p for p in parts if p)
         verdict = await judge.ask(system, user, ContextAnswer)
         return self.result(verdict.answer.score, verdict.answer.insight, turn=turn.index, usage=usage(judge, verdict))
 
