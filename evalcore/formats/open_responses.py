@@ -48,13 +48,16 @@ def _as_trace(column: str, value: Any) -> dict[str, Any] | None:
     return value if marked and isinstance(value.get("items"), list) else None
 
 
-def _trace_column(row: dict[str, Any]) -> str | None:
-    """The column of a LatticeFlow dataset row that holds the conversation's Trace."""
+def _trace_column(row: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The column of a LatticeFlow dataset row that holds the conversation's Trace, with the Trace
+    (parsed once, when the column holds JSON text): ``trace`` first, else the first marked column."""
     if "items" in row:
         return None  # a Trace itself, not a row
-    if _as_trace("trace", row.get("trace")) is not None:
-        return "trace"
-    return next((k for k, v in row.items() if _as_trace(k, v) is not None), None)
+    for column in ("trace", *row):
+        trace = _as_trace(column, row.get(column))
+        if trace is not None:
+            return column, trace
+    return None
 
 
 @register
@@ -79,9 +82,9 @@ class OpenResponsesFormat(Format):
         if isinstance(value, list):
             return _trace_in({"items": value}, bare=True)
         record = expect_dict(value, "record")
-        column = _trace_column(record)
-        if column is not None:
-            return _row_in(record, column)
+        found = _trace_column(record)
+        if found is not None:
+            return _row_in(record, *found)
         return _trace_in(record, bare=False)
 
     def reader(self) -> Reader:
@@ -137,16 +140,14 @@ class _ItemsReader(Reader):
         return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
 
 
-def _row_in(record: dict[str, Any], column: str) -> Session:
-    raw = record[column]
-    trace = _as_trace(column, raw)
-    assert trace is not None  # _trace_column found it
+def _row_in(record: dict[str, Any], column: str, trace: dict[str, Any]) -> Session:
     try:
         session = _trace_in(trace, bare=False)
     except RecordError as exc:  # the trace's fields are named from the row
         raise RecordError(exc.reason, f"{column}.{exc.field}" if exc.field else column) from exc
     columns = {k: None if k == column else v for k, v in record.items()}  # the trace's place kept
-    session.metadata.setdefault(NS, {})["row"] = {"column": column, "columns": columns, "text": isinstance(raw, str)}
+    text = isinstance(record[column], str)
+    session.metadata.setdefault(NS, {})["row"] = {"column": column, "columns": columns, "text": text}
     if isinstance(columns.get("target"), str):
         session.reference = columns["target"]
     return session

@@ -241,9 +241,9 @@ class AgenticToolCorrectness(Metric):
             parts["utilization"] = 1.0 if uses else 0.0
         w = self.weights
         overall = math.fsum(getattr(w, k) * v for k, v in parts.items())
-        if uses is None:  # the known parts carry the whole weight, in their proportions
+        if uses is None:  # the known parts carry the whole weight, utilization's too, in their proportions
             known = math.fsum(getattr(w, k) for k in parts)
-            overall = overall / known * math.fsum(w.model_dump().values()) if known else 0.0
+            overall = overall / known * (known + w.utilization) if known else 0.0
         correct = overall >= self.threshold
         reason = ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
         if uses is None:
