@@ -52,7 +52,7 @@ def session_row(session: Session) -> dict[str, Any]:
             ("rubrics", session.rubrics),
             ("guidelines", session.guidelines),
             ("topics", session.reference_topics),
-            ("per-turn", [t for t in session.turns if t.ground_truth or t.observation or t.weight is not None]),
+            ("per-turn", [t for t in session.turn_truth if t.ground_truth or t.observation or t.weight is not None]),
         )
         if value
     ]
@@ -62,7 +62,7 @@ def session_row(session: Session) -> dict[str, Any]:
         "session_id": session.session_id or "",
         "assistant": session.assistant_id or "",
         "first question": first_user[:120],
-        "turns": len(session.split_turns()),
+        "turns": len(session.turns()),
         "messages": len(session.messages),
         "tool calls": len(session.tool_calls()),
         "ground truth": ", ".join(ground_truth),

@@ -22,7 +22,7 @@ from evalcore.formats import read
 from evalcore.formats.files import ReadResult
 from evalcore.schema import Session
 
-__all__ = ["Event", "Row", "events", "row_for", "run_reader", "search_text", "session_key"]
+__all__ = ["Event", "Row", "events", "row_for", "run_reader", "search_text", "session_key", "stream_events"]
 
 #: ``("problem", line, level, message)``, ``("batch", rows, bytes_read)``, and last
 #: ``("counts", failed, warnings, format)``.
@@ -33,7 +33,7 @@ def search_text(session: Session) -> str:
     """The text full-text search sees: every message and the ground truth."""
     parts = [m.text for m in session.messages]
     parts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
-    parts += [t.ground_truth or "" for t in session.turns] + [t.observation or "" for t in session.turns]
+    parts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
     return "\n".join(p for p in parts if p)
 
 
@@ -83,41 +83,45 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         dataset_id, key, session.session_id, session.assistant_id, title, session.status, json.dumps(session.tags),
         session.n_turns(), len(session.messages), len(session.tool_calls()), p.source if p else None,
         p.format if p else None, p.position if p else None, p.line if p else None, data, content_hash,
-        search_text(session),
+        search_text(session), int(session.has_ground_truth()),
     )  # fmt: skip
     return Row(key, content_hash, values, tuple(session.tags))
 
 
 def events(path: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
     """Read ``path`` into events (see ``Event``): problems, batches of rows, and the counts."""
-    source = Path(path).name
+    with open(path, "rb") as raw:
+        yield from stream_events(raw, Path(path).name, fmt, dataset_id, batch_size)
+
+
+def stream_events(raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
+    """``events`` of a binary stream (an upload, say) whose file name is ``source``."""
     seen: dict[str, int] = {}
     # Rows, not sessions, wait for their batch: plain tuples keep the garbage collector idle.
     batch: list[Row] = []
     counts = {"failed": 0, "warnings": 0}
     found_format: list[str | None] = [None]
-    with open(path, "rb") as raw:
-        counter = _Counting(raw)
-        stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
-        for result in read(stream, fmt, source=source):
-            problems, ok = _accept(result, counts, found_format)
-            yield from problems
-            if not ok:
-                continue
-            assert result.session is not None
-            row = row_for(dataset_id, source, result.session)
-            if row.key in seen:
-                message = f"session {row.key[3:]!r} appears again (first on line {seen[row.key]}); skipped"
-                yield ("problem", result.line, "error", message)
-                counts["failed"] += 1
-                continue
-            seen[row.key] = result.line
-            batch.append(row)
-            if len(batch) >= batch_size:
-                yield ("batch", batch, counter.count)
-                batch = []
-        if batch:
+    counter = _Counting(raw)
+    stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
+    for result in read(stream, fmt, source=source):
+        problems, ok = _accept(result, counts, found_format)
+        yield from problems
+        if not ok:
+            continue
+        assert result.session is not None
+        row = row_for(dataset_id, source, result.session)
+        if row.key in seen:
+            message = f"session {row.key[3:]!r} appears again (first on line {seen[row.key]}); skipped"
+            yield ("problem", result.line, "error", message)
+            counts["failed"] += 1
+            continue
+        seen[row.key] = result.line
+        batch.append(row)
+        if len(batch) >= batch_size:
             yield ("batch", batch, counter.count)
+            batch = []
+    if batch:
+        yield ("batch", batch, counter.count)
     yield ("counts", counts["failed"], counts["warnings"], found_format[0])
 
 

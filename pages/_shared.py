@@ -65,7 +65,7 @@ def render_session(session: Session) -> None:
         render_message(message)
     truth = session.model_dump(
         include={"goal", "reference", "reference_tool_calls", "expected_facts", "rubrics", "guidelines",
-                 "reference_topics", "retrieved_context", "expected_retrieved_context", "turns", "scores"},
+                 "reference_topics", "retrieved_context", "expected_retrieved_context", "turn_truth", "scores"},
         exclude_defaults=True,
     )  # fmt: skip
     if truth:

@@ -58,7 +58,7 @@ def test_dataset_jsonl_round_trip(tmp_path: Path) -> None:
 def test_batches_become_turns_with_tools(tmp_path: Path) -> None:
     (session,) = sessions_of(write_jsonl(tmp_path / "g.jsonl", [DATASET]))
     assert [m.role for m in session.messages] == ["user", "assistant", "user", "assistant", "tool", "tool", "assistant"]
-    turns = session.split_turns()
+    turns = session.turns()
     assert [t.truth.qa_id for t in turns] == ["q1", "q2"]
     assert turns[0].truth.observation == "Correct command, terse."
     assert turns[1].answer == "Yes, it shipped yesterday."
@@ -75,7 +75,7 @@ def test_streamed_batches_group_into_sessions(tmp_path: Path) -> None:
     records = [*lines, other]
     sessions = sessions_of(write_jsonl(tmp_path / "stream.jsonl", records))
     assert [s.session_id for s in sessions] == ["s-1", "s-9"]
-    assert [len(s.turns) for s in sessions] == [2, 1]
+    assert [len(s.turn_truth) for s in sessions] == [2, 1]
     assert sessions[0].provenance is not None and sessions[0].provenance.line == 1
     assert sessions[1].provenance is not None and sessions[1].provenance.line == 3
     assert round_trip(tmp_path, "gaussia", records) == records

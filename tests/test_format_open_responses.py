@@ -60,7 +60,7 @@ def test_items_become_messages_linked_by_call_id(tmp_path: Path) -> None:
     planner = session.messages[2]
     assert planner.reasoning == "Search flights first."
     assert [(c.id, c.name) for c in planner.calls] == [("call_a", "search_flights"), ("call_b", "get_user")]
-    pairs = session.split_turns()[0].tool_results()
+    pairs = session.turns()[0].tool_results()
     assert [(c.id, r.text if r else None) for c, r in pairs] == [
         ("call_a", "AZ123 at 9:00"),
         ("call_b", '{"tier": "gold"}'),

@@ -51,7 +51,7 @@ def test_parallel_calls_link_to_results(tmp_path: Path) -> None:
     (session,) = sessions_of(write_jsonl(tmp_path / "o.jsonl", [CHAT]))
     assert session.messages[0].role == "system"
     assert session.messages[1].text == "Weather in Paris and Rome?"
-    turn = session.split_turns()[0]
+    turn = session.turns()[0]
     assert [(c.args, r.text if r else None) for c, r in turn.tool_results()][:2] == [
         ({"city": "Paris"}, "18C"),
         ({"city": "Rome"}, "24C"),

@@ -975,7 +975,7 @@ def test_a_turns_ground_truth_is_the_expected_response_of_session_judges(
 
     session = Session(
         messages=[Message(role="user", content="Capital of France?"), Message(role="assistant", content="Paris.")],
-        turns=[TurnTruth(ground_truth="Paris is the capital of France.")],
+        turn_truth=[TurnTruth(ground_truth="Paris is the capital of France.")],
     )
     (scored,) = score_sessions([session], ["correctness", "agent_goal_accuracy", "rubric_score"], judge=config)
     assert all(results[-1].status == "ok" for results in scored.values()), scored

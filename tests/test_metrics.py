@@ -119,7 +119,7 @@ def test_turn_metrics_roll_up_with_gaussia_weights() -> None:
             Message(role="user", content="q3"),
             Message(role="assistant", content="a3"),
         ],
-        turns=[
+        turn_truth=[
             TurnTruth(ground_truth="a1", weight=0.5),
             TurnTruth(ground_truth="a2"),
             TurnTruth(ground_truth="a3"),
@@ -128,12 +128,12 @@ def test_turn_metrics_roll_up_with_gaussia_weights() -> None:
     results = create_metric("exact_match").evaluate(session)
     assert [(r.turn, r.value) for r in results[:-1]] == [(0, 1.0), (1, 0.0), (2, 1.0)]
     assert results[-1].turn is None and results[-1].value == pytest.approx(0.5 + 0.25)
-    session.turns[1].weight = 0.9  # all weights set, sum 1.4: Gaussia falls back to 1/n, with a warning
-    session.turns[2].weight = 0.0
+    session.turn_truth[1].weight = 0.9  # all weights set, sum 1.4: Gaussia falls back to 1/n, with a warning
+    session.turn_truth[2].weight = 0.0
     result = create_metric("exact_match").evaluate(session)[-1]
     assert result.value == pytest.approx(2 / 3) and "not 1.0" in result.warnings[0]
-    session.turns[0].ground_truth = None  # an unscored turn is left out, weights resolved among the rest
-    session.turns = [TurnTruth(), TurnTruth(ground_truth="a2"), TurnTruth(ground_truth="a3")]
+    session.turn_truth[0].ground_truth = None  # an unscored turn is left out, weights resolved among the rest
+    session.turn_truth = [TurnTruth(), TurnTruth(ground_truth="a2"), TurnTruth(ground_truth="a3")]
     result = create_metric("exact_match").evaluate(session)[-1]
     assert result.value == pytest.approx(0.5)
     assert create_metric("exact_match").evaluate(session)[0].not_applicable == "no reference answer for this turn"
@@ -143,7 +143,7 @@ def _three_turns(weights: list[float | None], truths: list[str | None]) -> Sessi
     messages = [Message(role=role, content=text) for q, a in (("q1", "a1"), ("q2", "no"), ("q3", "a3"))
                 for role, text in (("user", q), ("assistant", a))]  # fmt: skip
     turns = [TurnTruth(ground_truth=t, weight=w) for w, t in zip(weights, truths, strict=True)]
-    return Session(messages=messages, turns=turns)
+    return Session(messages=messages, turn_truth=turns)
 
 
 def test_weights_resolved_over_every_turn_then_renormalised_over_the_turns_scored() -> None:
@@ -173,7 +173,7 @@ def _agentic_session(used: list[ToolCall], expected: dict[str, object], uses_too
             *[Message(role="tool", content="ok", name=c.name) for c in used],
             Message(role="assistant", content="booked"),
         ],
-        turns=[
+        turn_truth=[
             TurnTruth(
                 expected_tool_usage=expected, metadata={"gaussia": {"agentic": {"final_answer_uses_tools": uses_tools}}}
             )
@@ -224,12 +224,12 @@ def test_gaussia_tool_correctness() -> None:
     # Data other than Gaussia's does not say whether the answer used the tools' results: utilization is
     # unknown, left out, and the three known parts carry the whole weight (not a utilization of 0).
     unknown = perfect.model_copy(deep=True)
-    unknown.turns[0].metadata = {}
+    unknown.turn_truth[0].metadata = {}
     (turn, _) = metric.evaluate(unknown)
     assert turn.value == pytest.approx(1.0) and "utilization" not in turn.sub and turn.sub["is_correct"] == 1.0
     assert "utilization unknown" in (turn.reason or "")
     unknown_partial = partial.model_copy(deep=True)
-    unknown_partial.turns[0].metadata = {}
+    unknown_partial.turn_truth[0].metadata = {}
     (turn, _) = metric.evaluate(unknown_partial)
     assert turn.value == pytest.approx((0.5 + 0.25 + 0.0) / 3)
 

@@ -86,7 +86,7 @@ def sessions(draw: st.DrawFn) -> Session:
         guidelines=draw(st.none() | st.lists(text, max_size=2)),
         retrieved_context=draw(st.none() | chunks),
         expected_retrieved_context=draw(st.none() | chunks),
-        turns=truths if draw(st.booleans()) else [],
+        turn_truth=truths if draw(st.booleans()) else [],
         tags=draw(st.lists(names, max_size=2, unique=True)),
     )
 
@@ -142,7 +142,7 @@ def test_conversions_keep_the_conversation(session: Session, fmt: str) -> None:
 @given(sessions())
 def test_gaussia_keeps_turns_and_their_ground_truth(session: Session) -> None:
     (back,) = _read("gaussia", _write("gaussia", session))
-    before, after = session.split_turns(), back.split_turns()
+    before, after = session.turns(), back.turns()
     assert [t.query for t in after] == [t.query for t in before]
     assert [t.answer or "" for t in after] == [t.answer or "" for t in before]
     assert [[(c.name, c.args) for c in t.tool_calls] for t in after] == [

@@ -124,7 +124,7 @@ def test_tau_bench_real_trajectories(tau_bench_file: Path) -> None:
         outputs = row["info"]["task"].get("outputs") or None
         assert session.expected_facts == outputs
         # every tool result is linked to the call that asked for it
-        for turn in session.split_turns():
+        for turn in session.turns():
             for call, result in turn.tool_results():
                 assert result is not None and result.tool_call_id == call.id and result.name == call.name
     assert len({s.session_id for s in sessions}) == 40

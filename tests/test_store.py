@@ -11,7 +11,7 @@ from formats_util import load_output, write_jsonl
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
 from evalcore.schema import validate_session
-from evalcore.store import Store, import_file
+from evalcore.store import SCHEMA_VERSION, Store, import_file
 from evalcore.store.exports import export_dataset, manifest_path
 from evalcore.store.queries import SessionFilter, browse, fts_query
 
@@ -57,7 +57,7 @@ def test_migrations_are_applied_once_and_wal_is_on(tmp_path: Path) -> None:
     Store(path).close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == 1
+    assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
@@ -83,7 +83,7 @@ def test_ragas_import_then_export_gives_back_the_file(store: Store, ragas_refere
     assert out.read_bytes() == source.read_bytes()
     manifest = json.loads(manifest_path(out).read_text())
     assert manifest["count"] == 300 and manifest["format"] == "ragas" and manifest["dataset"] == "ref"
-    assert manifest["store_schema_version"] == 1 and len(manifest["sha256"]) == 64
+    assert manifest["store_schema_version"] == SCHEMA_VERSION and len(manifest["sha256"]) == 64
 
 
 def test_reimport_is_idempotent(store: Store, ragas_reference: Path) -> None:
@@ -106,9 +106,9 @@ def test_ground_truth_survives_a_changed_reimport(store: Store, tmp_path: Path) 
     assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
     stored = store.get(pk)
     assert stored.version == version + 1
-    assert stored.session.split_turns()[0].answer == "Hi there, happy to help."
+    assert stored.session.turns()[0].answer == "Hi there, happy to help."
     assert stored.session.reference == "Hello! How can I help?"
-    assert stored.session.turns[0].observation == "too terse" and stored.session.turns[0].weight == 0.7
+    assert stored.session.turn_truth[0].observation == "too terse" and stored.session.turn_truth[0].weight == 0.7
     assert [e.field for e in store.history(pk)][-1] == "conversation"
 
 
@@ -180,7 +180,7 @@ def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path
     assert load_output(tmp_path / "d.jsonl")[0]["expected_response"] == "Order 7 shipped; 8 is packing."
     export_dataset(store, "d", tmp_path / "e.jsonl", "evalcore")
     row = load_output(tmp_path / "e.jsonl")[0]
-    assert row["turns"][0] == {"ground_truth": "It shipped.", "weight": 0.25}
+    assert row["turn_truth"][0] == {"ground_truth": "It shipped.", "weight": 0.25}
 
 
 def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp_path: Path) -> None:
@@ -267,11 +267,11 @@ def test_restore_is_one_save_and_swapped_qa_ids_are_fine(store: Store, tmp_path:
     v = store.save(pk, {"qa_id": "x"}, base_version=v, author="ben", turn=1)
     v = store.save(pk, {"qa_id": "y"}, base_version=v, author="ben", turn=0)
     v = store.save(pk, {"reference": "r"}, base_version=v, author="ben")
-    assert [t.qa_id for t in store.get(pk).session.turns] == ["y", "x"]
+    assert [t.qa_id for t in store.get(pk).session.turn_truth] == ["y", "x"]
     restored = store.restore(pk, first, base_version=v, author="cy")
     assert restored == v + 1  # every field back in one version
     stored = store.get(pk)
-    assert [t.qa_id for t in stored.session.turns] == ["x", "y"] and stored.session.reference is None
+    assert [t.qa_id for t in stored.session.turn_truth] == ["x", "y"] and stored.session.reference is None
 
 
 def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, tmp_path: Path) -> None:
@@ -287,7 +287,7 @@ def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, t
     v = store.set_status(pk, "approved", base_version=v, author="ana")  # not blocked by the stale turn
     v = store.save(pk, {"ground_truth": None}, base_version=v, author="ana", turn=1)  # and it can be cleared
     session = store.get(pk).session
-    assert len(session.turns) == 1 and session.status == "approved"  # the cleared turn is gone
+    assert len(session.turn_truth) == 1 and session.status == "approved"  # the cleared turn is gone
     assert not [p for p in validate_session(session) if p.level == "error"]
 
 

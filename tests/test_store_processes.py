@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import ConflictError
-from evalcore.store import Store, import_file
+from evalcore.store import SCHEMA_VERSION, Store, import_file
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 SPAWN = multiprocessing.get_context("spawn")
@@ -470,7 +470,7 @@ def test_a_new_database_opened_by_many_processes_at_once(tmp_path: Path) -> None
         assert [p.returncode for p in procs] == [0] * 6, errors
         conn = sqlite3.connect(db)
         try:
-            assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == 1
+            assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == SCHEMA_VERSION
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         finally:
             conn.close()

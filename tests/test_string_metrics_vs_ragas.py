@@ -36,7 +36,7 @@ def _session(reference: str, response: str, where: str) -> Session:
     messages = [Message(role="user", content="question"), Message(role="assistant", content=response)]
     if where == "session_reference":
         return Session(messages=messages, reference=reference)
-    return Session(messages=messages, turns=[TurnTruth(ground_truth=reference)])
+    return Session(messages=messages, turn_truth=[TurnTruth(ground_truth=reference)])
 
 
 def _evaluate(case: dict[str, Any], spec: str, where: str) -> list[MetricResult]:

@@ -53,7 +53,7 @@ class GaussiaFormat(Format):
 
     def write(self, session: Session) -> Iterable[Any]:
         header = _header_out(session)
-        turns = session.split_turns()
+        turns = session.turns()
         batches = [_batch_out(session, turn, last=turn.index == len(turns) - 1) for turn in turns]
         extras = dict(session.metadata.get(NS) or {})
         if extras.pop("streamed", False):
@@ -190,7 +190,7 @@ def _add_turns(data: dict[str, Any], batches: list[dict[str, Any]]) -> None:
             truth["metadata"] = {NS: meta}
         turns.append(truth)
     data["messages"] = messages
-    data["turns"] = turns
+    data["turn_truth"] = turns
 
 
 def _step(tool: dict[str, Any]) -> dict[str, Any]:

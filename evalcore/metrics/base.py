@@ -37,7 +37,7 @@ Level = Literal["turn", "session"]
 #: What a metric may need, and how to tell whether a session has it.
 REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
     "reference_tool_calls": lambda s: s.reference_tool_calls is not None,
-    "reference": lambda s: bool(s.reference) or any(t.ground_truth for t in s.turns),
+    "reference": lambda s: bool(s.reference) or any(t.ground_truth for t in s.turn_truth),
     "expected_facts": lambda s: bool(s.expected_facts),
     "expected_facts_or_response": lambda s: bool(s.expected_facts) or bool(s.reference_answer()),
     "retrieved_context": lambda s: bool(s.retrieved_context),
@@ -45,7 +45,7 @@ REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
     "reference_topics": lambda s: bool(s.reference_topics),
     "rubrics": lambda s: bool(s.rubrics),
     "context": lambda s: bool(s.context),
-    "expected_tool_usage": lambda s: any(t.expected_tool_usage for t in s.turns),
+    "expected_tool_usage": lambda s: any(t.expected_tool_usage for t in s.turn_truth),
     "desired_outcome": lambda s: bool(s.reference_answer()) or bool(s.goal) or bool(s.expected_facts),
     "answer": lambda s: s.final_answer() is not None,
     "user_message": lambda s: any(m.role == "user" for m in s.messages),
@@ -170,7 +170,7 @@ class Metric(BaseModel):
         try:
             if self.level == "session":
                 return [self.score_session(session)]
-            turns = session.split_turns()
+            turns = session.turns()
             results = [self.score_turn(session, t, last=t.index == len(turns) - 1) for t in turns]
         except Exception as exc:  # errors are data: one bad session never stops a run
             return [self.result(None, error=f"{type(exc).__name__}: {exc}")]
@@ -197,7 +197,7 @@ class Metric(BaseModel):
             return [self.not_applicable(f"missing {', '.join(missing)}")]
         if self.level == "session":
             return [await self._guarded(self.judge_session(session, judge), None)]
-        turns = session.split_turns()
+        turns = session.turns()
         results = [
             await self._guarded(self.judge_turn(session, t, judge, last=t.index == len(turns) - 1), t.index)
             for t in turns
@@ -263,9 +263,9 @@ def _usage_of_failure(exc: Exception) -> JudgeUsage | None:
 
 
 def _turn_weight(session: Session, turn: int | None) -> float | None:
-    if turn is None or turn >= len(session.turns):
+    if turn is None or turn >= len(session.turn_truth):
         return None
-    return session.turns[turn].weight
+    return session.turn_truth[turn].weight
 
 
 def _sum_usage(results: list[MetricResult]) -> JudgeUsage | None:

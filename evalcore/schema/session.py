@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from evalcore.schema.message import Message, ToolCall
 
@@ -39,7 +39,7 @@ class ContextChunk(BaseModel):
 class TurnTruth(BaseModel):
     """Ground truth for one turn (a Gaussia ``Batch``'s reference side).
 
-    The i-th entry of ``Session.turns`` belongs to the turn opened by the i-th user message.
+    The i-th entry of ``Session.turn_truth`` belongs to the turn opened by the i-th user message.
     """
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
@@ -84,8 +84,8 @@ class Session(BaseModel):
     guidelines: list[str] | dict[str, list[str]] | None = None
     retrieved_context: list[ContextChunk] | None = None
     expected_retrieved_context: list[ContextChunk] | None = None
-    # Ground truth per turn, aligned with the user messages.
-    turns: list[TurnTruth] = Field(default_factory=list)
+    # Ground truth per turn, aligned with the user messages (``turns`` in files written before 0.2).
+    turn_truth: list[TurnTruth] = Field(default_factory=list, validation_alias=AliasChoices("turn_truth", "turns"))
     # Review and bookkeeping.
     tags: list[str] = Field(default_factory=list)
     status: Status = "todo"
@@ -98,8 +98,8 @@ class Session(BaseModel):
         """The number of turns (user messages)."""
         return sum(1 for m in self.messages if m.role == "user")
 
-    def split_turns(self) -> list[Turn]:
-        """Cut the messages into turns: each opens at a user message and runs to the next one.
+    def turns(self) -> list[Turn]:
+        """The conversation's turns: each opens at a user message and runs to the next one, with its ground truth.
 
         Messages before the first user message (system prompt, greetings) form no turn;
         ``preamble`` returns them.
@@ -110,7 +110,7 @@ class Session(BaseModel):
             if message.role == "user":
                 current = [message]
                 index = len(turns)
-                truth = self.turns[index] if index < len(self.turns) else None
+                truth = self.turn_truth[index] if index < len(self.turn_truth) else None
                 turns.append(Turn(index, current, truth))
             elif current is not None:
                 current.append(message)
@@ -140,12 +140,32 @@ class Session(BaseModel):
         """The text of the last assistant message that has text, if any."""
         return last_answer(self.messages)
 
+    def has_ground_truth(self) -> bool:
+        """Whether a reviewer (or the file) gave the session any ground truth, for it or for a turn."""
+        if any(getattr(self, name) for name in _TRUTH_FIELDS):
+            return True
+        return any(
+            t.ground_truth or t.observation or t.weight is not None or t.expected_tool_usage for t in self.turn_truth
+        )
+
     def reference_answer(self) -> str | None:
         """The session's reference answer, else the last turn's ground truth (what formats with one
         reference per session write)."""
         if self.reference is not None:
             return self.reference
-        return self.turns[-1].ground_truth if self.turns and self.turns[-1].ground_truth else None
+        return self.turn_truth[-1].ground_truth if self.turn_truth and self.turn_truth[-1].ground_truth else None
+
+
+_TRUTH_FIELDS = (
+    "goal",
+    "reference",
+    "reference_tool_calls",
+    "rubrics",
+    "reference_topics",
+    "expected_facts",
+    "guidelines",
+    "expected_retrieved_context",
+)
 
 
 class Turn:

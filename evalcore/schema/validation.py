@@ -74,16 +74,16 @@ def _check_tool_order(session: Session) -> list[Problem]:
 def _check_turns(session: Session) -> list[Problem]:
     problems: list[Problem] = []
     n_user = sum(1 for m in session.messages if m.role == "user")
-    if len(session.turns) > n_user:
+    if len(session.turn_truth) > n_user:
         problems.append(
             Problem(
                 "error",
                 "turns",
-                f"{len(session.turns)} turns of ground truth but only {n_user} user messages",
+                f"{len(session.turn_truth)} turns of ground truth but only {n_user} user messages",
             )
         )
     first_use: dict[str, int] = {}
-    for i, turn in enumerate(session.turns):
+    for i, turn in enumerate(session.turn_truth):
         if turn.qa_id is None:
             continue
         if turn.qa_id in first_use:
@@ -97,7 +97,7 @@ def _check_turns(session: Session) -> list[Problem]:
             )
         else:
             first_use[turn.qa_id] = i
-    _weights, warning = resolve_weights([t.weight for t in session.turns])
+    _weights, warning = resolve_weights([t.weight for t in session.turn_truth])
     if warning:
         problems.append(Problem("warning", "turns.weight", warning))
     return problems

@@ -1,6 +1,6 @@
 """The SQLite store: the system of record for datasets, sessions, ground truth, history, runs and scores."""
 
-from evalcore.store.imports import ImportReport, import_file
+from evalcore.store.imports import ImportReport, import_file, import_stream
 from evalcore.store.migrations import SCHEMA_VERSION
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, SessionSummary, StoredSession
 from evalcore.store.store import Store, default_db_path
@@ -17,4 +17,5 @@ __all__ = [
     "StoredSession",
     "default_db_path",
     "import_file",
+    "import_stream",
 ]

@@ -16,15 +16,15 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import StoreError
-from evalcore.reading import Event, Row, events, search_text
+from evalcore.reading import Event, Row, events, search_text, stream_events
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
-__all__ = ["ImportReport", "import_file"]
+__all__ = ["ImportReport", "import_file", "import_stream"]
 
 
 @dataclass
@@ -48,7 +48,7 @@ class ImportReport:
 
 _INSERT_COLUMNS = (
     "dataset_id, key, session_id, assistant_id, title, status, tags, n_turns, n_messages, n_tool_calls, "
-    "source, format, position, line, data, content_hash, search_text, created_at, updated_at"
+    "source, format, position, line, data, content_hash, search_text, has_truth, created_at, updated_at"
 )
 _PARALLEL_FROM = 4 << 20  # bytes: below this, starting a process costs more than it saves
 
@@ -72,26 +72,68 @@ def import_file(
     """
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
     dataset_id = store.dataset(dataset, create=True).id
-    report = ImportReport(dataset=dataset)
     if workers is None:
         workers = 2 if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
     args = (str(path), fmt, dataset_id, batch_size)
     stream = _events_from_worker(*args) if workers > 1 else events(*args)
+    return _store_events(store, dataset, dataset_id, stream, str(path), total, on_progress, on_problem)
+
+
+def import_stream(
+    store: Store,
+    stream: BinaryIO,
+    name: str,
+    dataset: str,
+    *,
+    fmt: str | None = None,
+    size: int | None = None,
+    batch_size: int = 2000,
+    on_progress: Callable[[int, int], None] | None = None,
+    on_problem: Callable[[FileProblem], None] | None = None,
+) -> ImportReport:
+    """Import an open binary stream (an upload) as if it were a file called ``name``; see ``import_file``.
+
+    ``size`` (bytes, when known) is the total ``on_progress`` reports against.
+    """
+    source = Path(name).name or "upload"
+    dataset_id = store.dataset(dataset, create=True).id
+    events_ = stream_events(stream, source, fmt, dataset_id, batch_size)
+    return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
+
+
+def _store_events(
+    store: Store,
+    dataset: str,
+    dataset_id: int,
+    stream: Iterator[Event],
+    path: str,
+    total: int,
+    on_progress: Callable[[int, int], None] | None,
+    on_problem: Callable[[FileProblem], None] | None,
+) -> ImportReport:
+    report = ImportReport(dataset=dataset)
     source = Path(path).name
+    read = 0
     for event in stream:
         if event[0] == "problem":
-            item = FileProblem(str(path), event[1], event[2], event[3])
+            item = FileProblem(path, event[1], event[2], event[3])
             if len(report.problems) < MAX_KEPT_PROBLEMS:
                 report.problems.append(item)
             if on_problem:
                 on_problem(item)
         elif event[0] == "batch":
             _store_batch(store, dataset_id, source, event[1], report)
+            read = event[2]
             if on_progress:
-                on_progress(event[2], total)
+                on_progress(read, max(total, read))
         else:  # "counts", the last event
             report.failed, report.warnings, report.format = event[1], event[2], event[3]
+    with store.write() as conn:
+        conn.execute(
+            "UPDATE datasets SET last_import_at = ?, last_import_source = ? WHERE id = ?", [now(), source, dataset_id]
+        )
     if on_progress:
+        total = max(total, read)
         on_progress(total, total)
     return report
 
@@ -149,7 +191,7 @@ def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], r
         if inserts:
             first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM sessions").fetchone()[0]
             conn.executemany(
-                f"INSERT INTO sessions ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * 19)})",
+                f"INSERT INTO sessions ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * 20)})",
                 [(*r.values, stamp, stamp) for r in inserts],
             )
             conn.execute(
@@ -166,7 +208,7 @@ def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], r
 
 def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Row, stamp: str, source: str) -> None:
     (_ds, _key_, session_id, assistant_id, title, _status, _tags, n_turns, n_messages, n_calls, _source, fmt,
-     position, line, data, content_hash, _text) = row.values  # fmt: skip
+     position, line, data, content_hash, _text, _truth) = row.values  # fmt: skip
     conn.execute(
         "UPDATE sessions SET data = ?, content_hash = ?, version = ?, session_id = ?, assistant_id = ?, title = ?, "
         "n_turns = ?, n_messages = ?, n_tool_calls = ?, format = ?, position = ?, line = ?, updated_at = ?, "
@@ -181,4 +223,7 @@ def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Ro
     )
     # The text search sees the new conversation with the reviewers' ground truth laid over it.
     effective = store.get(pk)
-    conn.execute("UPDATE sessions SET search_text = ? WHERE id = ?", [search_text(effective.session), pk])
+    conn.execute(
+        "UPDATE sessions SET search_text = ?, has_truth = ? WHERE id = ?",
+        [search_text(effective.session), int(effective.session.has_ground_truth()), pk],
+    )

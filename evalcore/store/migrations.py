@@ -7,7 +7,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 migrations = Migrations("evalcore")
 
@@ -169,3 +169,61 @@ def initial(db: Database) -> None:
             INSERT INTO sessions_fts (sessions_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
         END"""
     )
+
+
+@migrations(name="0002_review")
+def review(db: Database) -> None:
+    """What the review app needs: ground truth present, last import, human verdicts, background jobs."""
+    db.execute("ALTER TABLE sessions ADD COLUMN has_truth INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE datasets ADD COLUMN last_import_at TEXT")
+    db.execute("ALTER TABLE datasets ADD COLUMN last_import_source TEXT")
+    rows = db.execute("SELECT id, data, n_edits FROM sessions").fetchall()
+    if rows:
+        # Sessions stored before this migration: ground truth from the file (edits are laid over below).
+        from evalcore.schema import Session
+
+        flags = [(int(Session.model_validate_json(data).has_ground_truth()), pk) for pk, data, _ in rows]
+        db.conn.executemany("UPDATE sessions SET has_truth = ? WHERE id = ?", flags)
+        db.execute(
+            "UPDATE sessions SET has_truth = 1 WHERE id IN (SELECT DISTINCT session_pk FROM edits "
+            "WHERE field NOT IN ('conversation', 'status', 'tags') AND new IS NOT NULL AND new != 'null')"
+        )
+        db.execute(
+            "UPDATE datasets SET last_import_at = "
+            "(SELECT max(created_at) FROM sessions s WHERE s.dataset_id = datasets.id)"
+        )
+    db.execute("CREATE INDEX idx_sessions_has_truth ON sessions (dataset_id, has_truth)")
+    db.execute("CREATE INDEX idx_scores_session ON scores (session_pk, metric, run_id)")
+    db.execute(
+        """
+        CREATE TABLE verdicts (
+            id INTEGER PRIMARY KEY,
+            session_pk INTEGER NOT NULL REFERENCES sessions(id),
+            author TEXT NOT NULL,
+            name TEXT NOT NULL,
+            value REAL,
+            at TEXT NOT NULL,
+            UNIQUE (session_pk, author, name)
+        )"""
+    )
+    db.execute(
+        """
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            dataset TEXT NOT NULL,
+            label TEXT NOT NULL,
+            author TEXT,
+            status TEXT NOT NULL DEFAULT 'running',
+            done INTEGER NOT NULL DEFAULT 0,
+            total INTEGER NOT NULL DEFAULT 0,
+            unit TEXT NOT NULL DEFAULT 'items',
+            result TEXT,
+            error TEXT,
+            started_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            finished_at TEXT
+        )"""
+    )
+    db.execute("CREATE INDEX idx_jobs_dataset ON jobs (dataset, id)")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -13,7 +13,18 @@ from evalcore.schema import STATUSES
 from evalcore.store.records import SessionSummary
 from evalcore.store.store import Store
 
-__all__ = ["SORTS", "Page", "SessionFilter", "browse", "iter_pks"]
+__all__ = [
+    "SORTS",
+    "Facets",
+    "Neighbours",
+    "Page",
+    "SessionFilter",
+    "browse",
+    "count",
+    "facets",
+    "iter_pks",
+    "neighbours",
+]
 
 #: Sort keys a page can be ordered by ("order" is the order sessions were imported in).
 SORTS = {
@@ -37,6 +48,7 @@ class SessionFilter:
     tags: list[str] = field(default_factory=list)  # sessions carrying every one of these tags
     assistant: str | None = None
     search: str | None = None  # words, all of which must appear (``word*`` for a prefix)
+    has_truth: bool | None = None  # True: only sessions with ground truth; False: only those without
     run_id: int | None = None  # with ``metric``: only sessions this run scored...
     metric: str | None = None
     min_score: float | None = None  # ...within these bounds
@@ -89,6 +101,9 @@ def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str,
     if f.assistant:
         where.append("s.assistant_id = ?")
         args.append(f.assistant)
+    if f.has_truth is not None:
+        where.append("s.has_truth = ?")
+        args.append(int(f.has_truth))
     if f.search is not None and f.search.strip():
         match = fts_query(f.search)
         if match is None:
@@ -126,13 +141,17 @@ def browse(
     score = "sc.value" if "JOIN scores" in body else "NULL"
     rows = store.db.execute(
         f"SELECT s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
-        f"s.n_tool_calls, s.position, s.version, s.updated_at, {score} {body} ORDER BY {order} LIMIT ? OFFSET ?",
+        f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by "
+        f"{body} ORDER BY {order} LIMIT ? OFFSET ?",
         [*args, limit, offset],
     ).fetchall()
     items = [
-        SessionSummary(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12])
+        SessionSummary(
+            r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+            key=r[13], has_truth=bool(r[14]), updated_by=r[15],
+        )
         for r in rows
-    ]
+    ]  # fmt: skip
     return Page(total, items)
 
 
@@ -149,3 +168,121 @@ def iter_pks(store: Store, dataset: str, filters: SessionFilter | None = None, *
         for (pk,) in rows:
             yield pk
         last = rows[-1][0]
+
+
+def count(store: Store, dataset: str, filters: SessionFilter | None = None) -> int:
+    """How many of the dataset's sessions match ``filters``."""
+    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
+    return int(store.db.execute(f"SELECT count(*) {body}", args).fetchone()[0])
+
+
+@dataclass(frozen=True)
+class Facets:
+    """What the filters of a dataset can offer, with counts: statuses, tags, assistants, ground truth."""
+
+    total: int
+    statuses: dict[str, int]
+    tags: dict[str, int]
+    assistants: dict[str, int]
+    with_truth: int
+
+
+def facets(store: Store, dataset: str) -> Facets:
+    """The dataset's statuses, tags and assistants with how many sessions have each (most first)."""
+    dataset_id = store.dataset_id(dataset)
+    db = store.db
+    statuses = {s: 0 for s in STATUSES}
+    by_status = "SELECT status, count(*) FROM sessions WHERE dataset_id = ? GROUP BY status"
+    for status, n in db.execute(by_status, [dataset_id]):
+        statuses[status] = n
+    tags = dict(
+        db.execute(
+            "SELECT t.tag, count(*) AS n FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
+            "WHERE s.dataset_id = ? GROUP BY t.tag ORDER BY n DESC, t.tag",
+            [dataset_id],
+        ).fetchall()
+    )
+    assistants = dict(
+        db.execute(
+            "SELECT assistant_id, count(*) AS n FROM sessions WHERE dataset_id = ? AND assistant_id IS NOT NULL "
+            "GROUP BY assistant_id ORDER BY n DESC, assistant_id",
+            [dataset_id],
+        ).fetchall()
+    )
+    with_truth = db.execute(
+        "SELECT count(*) FROM sessions WHERE dataset_id = ? AND has_truth = 1", [dataset_id]
+    ).fetchone()[0]
+    return Facets(sum(statuses.values()), statuses, tags, assistants, with_truth)
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Where a session sits among the sessions a filter matches, in a sort order."""
+
+    index: int | None  # 0-based; None when the session does not match the filter
+    total: int
+    previous: int | None  # pks
+    next: int | None
+
+
+def neighbours(
+    store: Store,
+    dataset: str,
+    pk: int,
+    filters: SessionFilter | None = None,
+    *,
+    sort: str = "order",
+    descending: bool = False,
+) -> Neighbours:
+    """The sessions before and after ``pk`` in the list ``browse`` shows for the same filter and sort.
+
+    A session the filter no longer matches (approved while reviewing "todo", say) still has
+    neighbours: the sessions that would be around it, so "next" goes on from where it was.
+    """
+    f = filters or SessionFilter()
+    if sort not in SORTS:
+        raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+    body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
+    column = SORTS[sort]
+    db = store.db
+    if column == "s.id":
+        value: Any = pk
+    else:
+        source = (
+            "scores sc WHERE sc.session_pk = ? AND sc.run_id = ? AND sc.metric = ? AND sc.turn = -1"
+            if sort == "score"
+            else "sessions s WHERE s.id = ?"
+        )
+        extra = [f.run_id, f.metric] if sort == "score" else []
+        row = db.execute(f"SELECT {column} FROM {source}", [pk, *extra]).fetchone()
+        value = row[0] if row else None
+    after, after_args = _beyond(column, value, pk, forward=not descending)
+    before, before_args = _beyond(column, value, pk, forward=descending)
+    direction = "DESC" if descending else "ASC"
+    back = "ASC" if descending else "DESC"
+    nxt = db.execute(
+        f"SELECT s.id {body} AND {after} ORDER BY {column} {direction}, s.id {direction} LIMIT 1", [*args, *after_args]
+    ).fetchone()
+    prev = db.execute(
+        f"SELECT s.id {body} AND {before} ORDER BY {column} {back}, s.id {back} LIMIT 1", [*args, *before_args]
+    ).fetchone()
+    total = db.execute(f"SELECT count(*) {body}", args).fetchone()[0]
+    matches = db.execute(f"SELECT 1 {body} AND s.id = ?", [*args, pk]).fetchone() is not None
+    index = None
+    if matches:
+        index = db.execute(f"SELECT count(*) {body} AND {before}", [*args, *before_args]).fetchone()[0]
+    return Neighbours(index, total, prev[0] if prev else None, nxt[0] if nxt else None)
+
+
+def _beyond(column: str, value: Any, pk: int, *, forward: bool) -> tuple[str, list[Any]]:
+    """SQL for "comes after (``forward``) or before ``(value, pk)``" in ascending order with NULLs first,
+    as SQLite sorts."""
+    if column == "s.id":
+        return ("s.id > ?" if forward else "s.id < ?"), [pk]
+    if value is None:
+        if forward:
+            return f"(({column} IS NULL AND s.id > ?) OR {column} IS NOT NULL)", [pk]
+        return f"({column} IS NULL AND s.id < ?)", [pk]
+    if forward:
+        return f"({column} > ? OR ({column} = ? AND s.id > ?))", [value, value, pk]
+    return f"({column} < ? OR ({column} = ? AND s.id < ?) OR {column} IS NULL)", [value, value, pk]

@@ -103,3 +103,11 @@ class SessionSummary:
     version: int = 1
     updated_at: str | None = None
     score: float | None = None
+    key: str = ""
+    has_truth: bool = False
+    updated_by: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
+        return self.session_id if self.session_id is not None else self.key

@@ -7,13 +7,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sqlite_utils import Database
+
 from evalcore.errors import NotFoundError
 from evalcore.judge.client import CachedCall
 from evalcore.metrics.base import MetricResult
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
-__all__ = ["Run", "ScoreRow", "StoreJudgeCache", "Runs"]
+__all__ = ["Run", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,34 @@ class ScoreRow:
     cost: float | None
 
 
+@dataclass(frozen=True)
+class SessionScore:
+    """One score of one session in one run, with what the run says about how it was made."""
+
+    run_id: int
+    run_started_at: str
+    metric: str
+    turn: int | None
+    status: str
+    value: float | None
+    reason: str | None
+    error: str | None
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
+
+
 class Runs:
     """Runs and scores of one store."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.db = store.db
+
+    @property
+    def db(self) -> Database:
+        """The calling thread's connection."""
+        return self.store.db
 
     def create(
         self,
@@ -188,6 +212,46 @@ class Runs:
         return self.db.execute(
             "SELECT metric, status, value, warnings IS NOT NULL FROM scores WHERE run_id = ? AND turn = -1", [run_id]
         ).fetchall()
+
+    def for_session(self, session_pk: int, *, turns: bool = True) -> list[SessionScore]:
+        """Every score of the session, from every run, newest run first (session score before its turns)."""
+        sql = (
+            "SELECT sc.run_id, r.started_at, sc.metric, sc.turn, sc.status, sc.value, sc.reason, sc.error, "
+            "r.judge_model, sc.input_tokens, sc.output_tokens, sc.cost FROM scores sc JOIN runs r ON r.id = sc.run_id "
+            "WHERE sc.session_pk = ?"
+        )
+        if not turns:
+            sql += " AND sc.turn = -1"
+        rows = self.db.execute(sql + " ORDER BY sc.run_id DESC, sc.metric, sc.turn", [session_pk]).fetchall()
+        judged = {r[2] for r in rows if r[9] is not None or r[11] is not None}
+        return [
+            SessionScore(
+                r[0], r[1], r[2], None if r[3] == -1 else r[3], r[4], r[5], r[6], r[7],
+                r[8] if r[2] in judged else None, r[9], r[10], r[11],
+            )
+            for r in rows
+        ]  # fmt: skip
+
+    def latest_values(self, session_pks: list[int]) -> dict[int, dict[str, float | None]]:
+        """For each session, its latest session-level value of each metric (from the newest run that scored it)."""
+        latest: dict[int, dict[str, float | None]] = {pk: {} for pk in session_pks}
+        for start in range(0, len(session_pks), 500):
+            chunk = session_pks[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for pk, metric, value in self.db.execute(
+                f"SELECT session_pk, metric, value FROM scores WHERE session_pk IN ({marks}) AND turn = -1 "
+                "ORDER BY run_id",
+                chunk,
+            ):
+                latest[pk][metric] = value  # later runs overwrite earlier ones
+        return latest
+
+    def metrics_of(self, dataset: str) -> list[str]:
+        """The metrics any run of ``dataset`` has scored, sorted."""
+        rows = self.db.execute(
+            "SELECT r.metrics FROM runs r JOIN datasets d ON d.id = r.dataset_id WHERE d.name = ?", [dataset]
+        )
+        return sorted({metric for (metrics,) in rows for metric in json.loads(metrics)})
 
 
 class StoreJudgeCache:

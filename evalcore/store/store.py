@@ -12,6 +12,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,17 +44,52 @@ class Store:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = 30.0) -> None:
         self.path = str(path or default_db_path())
         self.busy_timeout = busy_timeout
-        self._lock = threading.RLock()  # one write transaction at a time on this connection
+        # One connection per thread: Streamlit runs every browser session on threads of its own, and
+        # a connection shared between them lets one see another's uncommitted writes.
+        self._local = threading.local()
+        self._open_lock = threading.Lock()
+        self._connections: list[tuple[weakref.ref[threading.Thread], Database]] = []
         try:
-            conn = sqlite3.connect(self.path, timeout=busy_timeout, check_same_thread=False)
-            self.db = Database(conn)
-            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-            self._retry_locked(lambda: self.db.execute("PRAGMA journal_mode = WAL"))
-            self.db.execute("PRAGMA synchronous = NORMAL")
-            self.db.execute("PRAGMA foreign_keys = ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+
+    @property
+    def db(self) -> Database:
+        """This thread's connection to the database (opened on first use in each thread)."""
+        db: Database | None = getattr(self._local, "db", None)
+        if db is None:
+            db = self._connect()
+            self._local.db = db
+        return db
+
+    def _connect(self) -> Database:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        db = Database(conn)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            self._retry_locked(lambda: db.execute("PRAGMA journal_mode = WAL"))
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"cannot open the database {self.path}: {exc}") from exc
+        with self._open_lock:
+            # Connections of threads that have ended are closed here (Streamlit starts a thread per run).
+            alive = []
+            for thread, other in self._connections:
+                owner = thread()
+                if owner is None or not owner.is_alive():
+                    other.conn.close()
+                else:
+                    alive.append((thread, other))
+            alive.append((weakref.ref(threading.current_thread()), db))
+            self._connections = alive
+        return db
 
     def _retry_locked(self, action: Callable[[], object]) -> None:
         # Some steps of opening a brand-new file (the journal mode) are refused, not queued, while
@@ -83,8 +119,12 @@ class Store:
                 migrations.apply(self.db)  # its own transactions become savepoints inside this one
 
     def close(self) -> None:
-        """Close the connection."""
-        self.db.close()
+        """Close every connection this store opened, in any thread."""
+        with self._open_lock:
+            for _thread, db in self._connections:
+                db.conn.close()
+            self._connections = []
+        self._local = threading.local()
 
     def __enter__(self) -> Store:
         return self
@@ -96,15 +136,14 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the write lock at once (so it waits, never deadlocks)."""
         conn = self.db.conn
-        with self._lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:  # SQLite may have rolled back already (a full disk, say)
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # SQLite may have rolled back already (a full disk, say)
+                conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     # -- datasets ---------------------------------------------------------------------------
 
@@ -185,6 +224,19 @@ class Store:
         ).fetchone()
         if row is None:
             raise NotFoundError(f"no session {session_id!r} in dataset {dataset!r}")
+        return int(row[0])
+
+    def find_ref(self, dataset: str, ref: str) -> int:
+        """The ``pk`` of the session whose id as exported is ``ref``: its ``session_id``, else the
+        identity evalcore gave it (``SessionSummary.ref``)."""
+        dataset_id = self.dataset_id(dataset)
+        row = self.db.execute(
+            "SELECT id FROM sessions WHERE dataset_id = ? AND (session_id = ? OR key = ?) "
+            "ORDER BY session_id IS NULL, id LIMIT 1",
+            [dataset_id, ref, ref],
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {ref!r} in dataset {dataset!r}")
         return int(row[0])
 
     def pks(self, dataset: str) -> list[int]:
@@ -281,9 +333,9 @@ class Store:
         }
         if session_changes:
             groups.append((None, session_changes))
-        for index in range(max(len(target.turns), len(current.turns))):
-            old = current.turns[index] if index < len(current.turns) else TurnTruth()
-            new = target.turns[index] if index < len(target.turns) else TurnTruth()
+        for index in range(max(len(target.turn_truth), len(current.turn_truth))):
+            old = current.turn_truth[index] if index < len(current.turn_truth) else TurnTruth()
+            new = target.turn_truth[index] if index < len(target.turn_truth) else TurnTruth()
             turn_changes = {f: getattr(new, f) for f in TURN_FIELDS if getattr(new, f) != getattr(old, f)}
             if turn_changes:
                 groups.append((index, turn_changes))
@@ -367,7 +419,8 @@ class Store:
         fields: list[str],
     ) -> None:
         sets = ["version = ?", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?", "search_text = ?"]
-        args: list[Any] = [version, stamp, author, n_edits, search_text(session)]
+        sets.append("has_truth = ?")
+        args: list[Any] = [version, stamp, author, n_edits, search_text(session), int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
             args += [session.status, author, stamp]
@@ -377,6 +430,18 @@ class Store:
             conn.execute("DELETE FROM session_tags WHERE session_pk = ?", [pk])
             conn.executemany("INSERT OR IGNORE INTO session_tags VALUES (?, ?)", [(pk, t) for t in session.tags])
         conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", [*args, pk])
+
+    # -- the database's own notes ------------------------------------------------------------
+
+    def meta(self, key: str) -> str | None:
+        """A note the database keeps about itself (``None`` when unset)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Keep a note about the database."""
+        with self.write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", [key, value])
 
     # -- comments ---------------------------------------------------------------------------
 
@@ -419,7 +484,7 @@ def _jsonable(value: Any) -> Any:
 def _get(session: Session, name: str, turn: int | None) -> Any:
     if turn is None:
         return _jsonable(getattr(session, name))
-    return _jsonable(getattr(session.turns[turn], name)) if turn < len(session.turns) else None
+    return _jsonable(getattr(session.turn_truth[turn], name)) if turn < len(session.turn_truth) else None
 
 
 def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
@@ -431,13 +496,13 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
             return _jsonable(getattr(session, name))
         n_user = sum(1 for m in session.messages if m.role == "user")
         # A turn beyond the conversation (left by a re-import that dropped turns) can still be edited, to clear it.
-        if not 0 <= turn < max(n_user, len(session.turns)):
+        if not 0 <= turn < max(n_user, len(session.turn_truth)):
             raise UsageError(f"turn {turn} does not exist; the session has {n_user} turns")
-        while len(session.turns) <= turn:
-            session.turns.append(TurnTruth())
-        current = session.turns[turn]
-        session.turns[turn] = TurnTruth.model_validate({**current.model_dump(), name: value})
-        return _jsonable(getattr(session.turns[turn], name))
+        while len(session.turn_truth) <= turn:
+            session.turn_truth.append(TurnTruth())
+        current = session.turn_truth[turn]
+        session.turn_truth[turn] = TurnTruth.model_validate({**current.model_dump(), name: value})
+        return _jsonable(getattr(session.turn_truth[turn], name))
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         where = name if turn is None else f"turns[{turn}].{name}"
@@ -460,10 +525,10 @@ def _apply(session: Session, edits: list[Edit]) -> Session:
         if edit.turn is None:
             setattr(session, edit.field, getattr(Session.model_validate({edit.field: edit.new}), edit.field))
         else:
-            while len(session.turns) <= edit.turn:
-                session.turns.append(TurnTruth())
-            truth = session.turns[edit.turn]
-            session.turns[edit.turn] = TurnTruth.model_validate({**truth.model_dump(), edit.field: edit.new})
+            while len(session.turn_truth) <= edit.turn:
+                session.turn_truth.append(TurnTruth())
+            truth = session.turn_truth[edit.turn]
+            session.turn_truth[edit.turn] = TurnTruth.model_validate({**truth.model_dump(), edit.field: edit.new})
     _trim_turns(session)
     return session
 
@@ -471,5 +536,5 @@ def _apply(session: Session, edits: list[Edit]) -> Session:
 def _trim_turns(session: Session) -> None:
     """Drop empty ground-truth entries at the end (left when a reviewer clears a turn's last field)."""
     empty = TurnTruth()
-    while session.turns and session.turns[-1] == empty:
-        session.turns.pop()
+    while session.turn_truth and session.turn_truth[-1] == empty:
+        session.turn_truth.pop()

@@ -1,0 +1,145 @@
+"""Long work (imports, scoring runs) as jobs whose progress lives in the store.
+
+A job is written by whoever does the work and read by anyone: another browser tab, another
+page, the CLI. A job whose worker stopped without a word (the server was killed) is seen as
+stalled once it has not reported for a while.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from evalcore.errors import NotFoundError
+from evalcore.store.records import now
+from evalcore.store.store import Store
+
+__all__ = ["STALLED_AFTER", "Job", "Jobs"]
+
+#: A running job that has not reported for this long is taken to have stopped.
+STALLED_AFTER = timedelta(minutes=2)
+
+_COLUMNS = (
+    "id, kind, dataset, label, author, status, done, total, unit, result, error, started_at, updated_at, finished_at"
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One import or scoring run done in the background, as last reported."""
+
+    id: int
+    kind: str  # "import" or "score"
+    dataset: str
+    label: str
+    author: str | None
+    status: str  # "running", "done" or "failed"
+    done: int
+    total: int
+    unit: str
+    result: dict[str, Any] | None
+    error: str | None
+    started_at: str
+    updated_at: str
+    finished_at: str | None
+
+    @property
+    def fraction(self) -> float:
+        """How much is done, from 0 to 1."""
+        if self.status == "done":
+            return 1.0
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+    @property
+    def stalled(self) -> bool:
+        """A running job that has not reported for ``STALLED_AFTER``."""
+        if self.status != "running":
+            return False
+        return datetime.fromisoformat(now()) - datetime.fromisoformat(self.updated_at) > STALLED_AFTER
+
+    @property
+    def active(self) -> bool:
+        """Still running (and not stalled)."""
+        return self.status == "running" and not self.stalled
+
+
+class Jobs:
+    """The jobs table of one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(self, kind: str, dataset: str, label: str, *, author: str | None, total: int = 0, unit: str) -> int:
+        """Record a job that starts now; returns its id."""
+        stamp = now()
+        with self.store.write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at) "
+                "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                [kind, dataset, label, author, total, unit, stamp, stamp],
+            )
+            return int(cursor.lastrowid or 0)
+
+    def progress(self, job_id: int, done: int, total: int) -> None:
+        """Report how far the job has come."""
+        with self.store.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET done = ?, total = ?, updated_at = ? WHERE id = ?", [done, total, now(), job_id]
+            )
+
+    def finish(self, job_id: int, result: dict[str, Any]) -> None:
+        """The job ended well, with ``result``."""
+        stamp = now()
+        with self.store.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'done', done = max(done, total), result = ?, updated_at = ?, "
+                "finished_at = ? WHERE id = ?",
+                [json.dumps(result), stamp, stamp, job_id],
+            )
+
+    def fail(self, job_id: int, error: str, result: dict[str, Any] | None = None) -> None:
+        """The job stopped on ``error`` (what it did until then in ``result``)."""
+        stamp = now()
+        with self.store.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, result = ?, updated_at = ?, finished_at = ? "
+                "WHERE id = ?",
+                [error, json.dumps(result) if result is not None else None, stamp, stamp, job_id],
+            )
+
+    def get(self, job_id: int) -> Job:
+        """The job ``job_id``."""
+        row = self.store.db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", [job_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no job #{job_id}")
+        return _job(row)
+
+    def recent(self, dataset: str | None = None, *, limit: int = 20) -> list[Job]:
+        """The latest jobs (of ``dataset``), newest first."""
+        sql = f"SELECT {_COLUMNS} FROM jobs"
+        args: list[Any] = []
+        if dataset is not None:
+            sql += " WHERE dataset = ?"
+            args.append(dataset)
+        rows = self.store.db.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit]).fetchall()
+        return [_job(r) for r in rows]
+
+    def active(self, dataset: str | None = None) -> list[Job]:
+        """The jobs still running (of ``dataset``), newest first."""
+        sql = f"SELECT {_COLUMNS} FROM jobs WHERE status = 'running'"
+        args: list[Any] = []
+        if dataset is not None:
+            sql += " AND dataset = ?"
+            args.append(dataset)
+        rows = self.store.db.execute(sql + " ORDER BY id DESC", args).fetchall()
+        return [job for job in map(_job, rows) if job.active]
+
+
+def _job(row: tuple[Any, ...]) -> Job:
+    (job_id, kind, dataset, label, author, status, done, total, unit, result, error, started, updated, finished) = row
+    return Job(
+        job_id, kind, dataset, label, author, status, done, total, unit, json.loads(result) if result else None,
+        error, started, updated, finished,
+    )  # fmt: skip
