@@ -1,4 +1,4 @@
-"""Shared fixtures: paths to the reference data in ../shared and to sample_data/."""
+"""Fixtures for every test: paths to the reference data in tests/data/ (see its README.md) and to sample_data/."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-RAGAS_REFERENCE = SHARED / "data" / "ragas_reference"
-TAU_BENCH = SHARED / "data" / "tau_bench" / "gpt-4o-airline-first40.json"
+DATA = ROOT / "tests" / "data"
+RAGAS_REFERENCE = DATA / "ragas_reference"
+TAU_BENCH = DATA / "tau_bench" / "gpt-4o-airline-first40.json"
 SAMPLE_DATA = ROOT / "sample_data"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = ROOT.parent / "shared" / "data" / "ragas_reference" / "ragas_samples.jsonl"
+REFERENCE = ROOT / "tests" / "data" / "ragas_reference" / "ragas_samples.jsonl"
 SETUP = ROOT / "tests" / "bench" / "setup_ragas_env.sh"
 RAGAS_VENV = ROOT / ".bench" / "ragas-venv"
 RAGAS_PYTHON = RAGAS_VENV / "bin" / "python"

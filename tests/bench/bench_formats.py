@@ -3,7 +3,7 @@
 Run with ``make bench`` or ``.venv/bin/python tests/bench/bench_formats.py`` (about a minute).
 
 - Builds a 20,000-session ragas JSONL file in a temporary directory by cycling through the 300
-  real ``EvaluationDataset.to_jsonl`` lines of ``../shared/data/ragas_reference``, each made
+  real ``EvaluationDataset.to_jsonl`` lines of ``tests/data/ragas_reference``, each made
   distinct by adding its index to the first human message (still a valid ragas file: ragas
   loads it below and must count every session).
 - Times ``evalcore.convert_file`` in this process: ragas -> evalcore (the target), ragas -> ragas

@@ -5,7 +5,7 @@ Run with ``.venv/bin/python tests/bench/bench_metrics.py`` (about two minutes on
 Deterministic scoring, ``tool_call_accuracy`` and ``tool_call_f1``:
 
 - Builds a 20,000-session ragas JSONL file as ``bench_formats.py`` does (the 300 real ragas lines
-  of ``../shared/data/ragas_reference`` cycled, each made distinct).
+  of ``tests/data/ragas_reference`` cycled, each made distinct).
 - Times ``evalcore.scoring.score_sessions`` over those sessions in memory (no store), best of 5:
   the counterpart of ragas' ``evaluate()``, which scores an in-memory dataset into an in-memory
   result. Measured as ragas is: a fresh process reads the file, then the call alone is timed.

@@ -3,7 +3,7 @@
 Run with ``.venv/bin/python tests/bench/bench_store.py`` (about 2-3 minutes on 2 CPUs).
 
 - Builds ragas JSONL files of 20,000 and 100,000 sessions in a temporary directory as
-  ``bench_formats.py`` does (the 300 real ragas lines of ``../shared/data/ragas_reference`` cycled,
+  ``bench_formats.py`` does (the 300 real ragas lines of ``tests/data/ragas_reference`` cycled,
   each made distinct), and adds one word to every human message, drawn (seeded) from 2,000
   generated words by a Zipf law, so that full-text search meets common and rare words alike.
 - Import: ``evalcore.store.import_file`` of each file into a fresh temporary SQLite file, best of
