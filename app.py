@@ -1,13 +1,61 @@
-"""evalcore's Streamlit app: the frame around every page."""
+"""evalcore's Streamlit app: the frame around every page.
+
+The frame runs before every page: it opens the store, keeps the current dataset and the
+reviewer's name in the sidebar (shared by every page), and reads deep links
+(``?dataset=NAME&session=ID&turn=N``).
+"""
 
 import streamlit as st
 
-st.set_page_config(page_title="evalcore", page_icon="🧭", layout="wide")
+from pages import _shared
 
-navigation = st.navigation(
-    [
-        st.Page("pages/files.py", title="Files", icon="📂", default=True),
-    ]
+st.set_page_config(page_title="evalcore", page_icon=":material/rate_review:", layout="wide")
+# Denser than Streamlit's default: less empty space above each page's title.
+st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}</style>")
+
+try:
+    store = _shared.store()
+    names = store.dataset_names()
+except Exception as exc:  # a database that cannot be opened: say so, never a traceback
+    _shared.report_error(exc)
+    st.stop()
+
+_shared.PAGES.update(
+    datasets=st.Page("pages/datasets.py", title="Datasets", icon=":material/database:", default=True),
+    sessions=st.Page("pages/sessions.py", title="Sessions", icon=":material/table_rows:", url_path="sessions"),
+    review=st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
 )
-st.sidebar.caption("evalcore: review, annotate, score and export agent conversations.")
-navigation.run()
+navigation = st.navigation({"Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")]})
+
+# The current dataset: a deep link wins, then the last choice, then the first dataset.
+wanted = st.query_params.get("dataset")
+if wanted in names and st.session_state.get("dataset") != wanted:
+    st.session_state["dataset"] = wanted
+if st.session_state.get("dataset") not in names:
+    st.session_state["dataset"] = names[0] if names else None
+
+with st.sidebar:
+    st.selectbox(
+        "Dataset",
+        names,
+        key="dataset",
+        placeholder="No dataset yet",
+        help="Every page works on this dataset.",
+        persist_state="session",
+    )
+    st.text_input(
+        "Your name",
+        key="reviewer",
+        placeholder="who is reviewing?",
+        help="Put on every edit you make. Kept while this browser tab is open.",
+        persist_state="session",
+    )
+    st.caption(f"Database: `{_shared.db_path()}`")
+
+if st.session_state.get("dataset"):
+    st.query_params["dataset"] = st.session_state["dataset"]
+
+try:
+    navigation.run()
+except Exception as exc:  # never a traceback on a page: a message, and the details in the log
+    _shared.report_error(exc)

@@ -1,73 +1,133 @@
-"""Streamlit glue shared by the pages: rendering of sessions, the sample folder."""
+"""Streamlit glue shared by the frame and the pages: the store, the reviewer, the dataset, deep links."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
-from evalcore.overview import FileOverview, overview_of_bytes, overview_of_path
-from evalcore.schema import Message, Session
+from evalcore.errors import ConflictError, EvalcoreError
+from evalcore.samples import ensure_samples
+from evalcore.store import Store, default_db_path
+from evalcore.store.queries import SessionFilter
 
 ROOT = Path(__file__).resolve().parent.parent
+log = logging.getLogger("evalcore.app")
+
+#: The review loop's keyboard shortcuts: one table makes the buttons and the "?" list, so the list
+#: shows only keys that have a handler.
+SHORTCUTS = {
+    "approve_next": ("Approve and next", "Ctrl+Enter"),
+    "approve": ("Approve", "Alt+A"),
+    "reject": ("Reject", "Alt+X"),
+    "flag": ("Flag", "Alt+F"),
+    "todo": ("Back to todo", "Alt+T"),
+    "previous": ("Previous session", "Alt+P"),
+    "next": ("Next session", "Alt+N"),
+    "turns_back": ("Earlier turns", "Alt+K"),
+    "turns_on": ("Later turns", "Alt+J"),
+}
+
+
+def db_path() -> str:
+    """The database: ``$EVALCORE_DB`` (``evalcore app --db`` sets it), else ``./evalcore.db``."""
+    return default_db_path()
 
 
 def sample_folder() -> Path:
-    """The folder of sample files: ``$EVALCORE_SAMPLE_DATA``, else ``sample_data/``."""
-    return Path(os.environ.get("EVALCORE_SAMPLE_DATA", ROOT / "sample_data"))
+    """The folder of sample files: ``$EVALCORE_SAMPLE_DATA``, else ``sample_data/`` beside the app."""
+    return Path(os.environ.get("EVALCORE_SAMPLE_DATA") or ROOT / "sample_data")
 
 
-_AVATARS = {"system": "⚙️", "user": "user", "assistant": "assistant", "tool": "🛠️"}
+@st.cache_resource(show_spinner="Opening the database…")
+def _store(path: str) -> Store:
+    store = Store(path)
+    folder = sample_folder()
+    if folder.is_dir():
+        ensure_samples(store, folder)  # once per database: a newcomer sees real data on every page
+    return store
 
 
-@st.cache_data(max_entries=8, show_spinner="Reading the file…")
-def _file_overview(path: str, modified: float, fmt: str | None) -> FileOverview:
-    return overview_of_path(path, fmt)
+def store() -> Store:
+    """The store of this server (each browser session's thread gets its own connection)."""
+    return _store(os.path.abspath(db_path()))
 
 
-def file_overview(path: Path, fmt: str | None) -> FileOverview:
-    """A file read once per change (not on every rerun of the page)."""
-    return _file_overview(str(path), path.stat().st_mtime, fmt)
+def reviewer() -> str | None:
+    """The reviewer's name, as given in the sidebar (``None`` until given)."""
+    name = str(st.session_state.get("reviewer") or "").strip()
+    return name or None
 
 
-@st.cache_data(max_entries=8, show_spinner="Reading the upload…")
-def upload_overview(data: bytes, name: str, fmt: str | None) -> FileOverview:
-    """An uploaded file read once (not on every rerun of the page)."""
-    return overview_of_bytes(data, name, fmt)
+def dataset() -> str | None:
+    """The dataset chosen in the sidebar."""
+    value = st.session_state.get("dataset")
+    return str(value) if value else None
 
 
-def render_message(message: Message) -> None:
-    """One message as a chat bubble, with its reasoning and tool calls."""
-    with st.chat_message(message.role, avatar=_AVATARS[message.role]):
-        if message.role == "tool":
-            st.caption(
-                f"result of `{message.name or 'tool'}`"
-                + (f" · call `{message.tool_call_id}`" if message.tool_call_id else "")
-            )
-        elif message.role == "system":
-            st.caption("system")
-        if message.reasoning:
-            with st.expander("reasoning"):
-                st.write(message.reasoning)
-        if message.text:
-            st.markdown(message.text) if message.role != "tool" else st.code(message.text, language="json")
-        for call in message.calls:
-            label = f"🔧 `{call.name}`" + (f" · `{call.id}`" if call.id else "")
-            st.markdown(label)
-            st.code(json.dumps(call.args, indent=2, ensure_ascii=False), language="json")
+def browse_state() -> dict[str, Any]:
+    """The Sessions page's filter and sort, which Review's previous / next follow."""
+    state = st.session_state.setdefault("browse", {})
+    if state.get("dataset") != dataset():
+        state.clear()
+        state.update(dataset=dataset(), filters=SessionFilter(), sort="order", descending=False)
+    return state
 
 
-def render_session(session: Session) -> None:
-    """The transcript of a session, then its session-level ground truth."""
-    for message in session.messages:
-        render_message(message)
-    truth = session.model_dump(
-        include={"goal", "reference", "reference_tool_calls", "expected_facts", "rubrics", "guidelines",
-                 "reference_topics", "retrieved_context", "expected_retrieved_context", "turn_truth", "scores"},
-        exclude_defaults=True,
-    )  # fmt: skip
-    if truth:
-        st.subheader("Ground truth")
-        st.json(truth, expanded=2)
+def open_session(ref: str, turn: int | None = None) -> None:
+    """Go to Review with session ``ref`` (its exported id) of the current dataset."""
+    params = {"dataset": dataset() or "", "session": ref}
+    if turn is not None:
+        params["turn"] = str(turn)
+    st.switch_page(PAGES["review"], query_params=params)
+
+
+#: The app's pages, filled in by app.py (pages link to each other through it).
+PAGES: dict[str, Any] = {}
+
+
+def need_reviewer() -> str | None:
+    """The reviewer's name; when none is given yet, a note saying edits need one."""
+    name = reviewer()
+    if name is None:
+        st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+    return name
+
+
+@contextmanager
+def saving(what: str) -> Iterator[None]:
+    """Run a save; a refusal is shown as a message (a conflict with who changed what), never a traceback."""
+    try:
+        yield
+    except ConflictError as exc:
+        st.error(str(exc), icon=":material/sync_problem:")
+    except EvalcoreError as exc:
+        st.error(f"{what} was not saved: {exc}", icon=":material/error:")
+
+
+def report_error(exc: Exception) -> None:
+    """An unexpected error: a short message on the page, the details in the server's log."""
+    log.error("page failed", exc_info=exc)
+    if isinstance(exc, EvalcoreError):
+        st.error(str(exc), icon=":material/error:")
+    else:
+        st.error(
+            f"Something went wrong ({type(exc).__name__}). Nothing was lost: every accepted edit is saved. "
+            "The details are in the server's log.",
+            icon=":material/error:",
+        )
+
+
+def short(value: Any, limit: int = 120) -> str:
+    """A stored value as one short line for a table cell (history's old and new)."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -85,6 +85,11 @@ class StoredSession:
     updated_by: str | None = None
     n_edits: int = 0
 
+    @property
+    def ref(self) -> str:
+        """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
+        return self.session.session_id if self.session.session_id is not None else self.key
+
 
 @dataclass(frozen=True)
 class SessionSummary:

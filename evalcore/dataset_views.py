@@ -1,0 +1,81 @@
+"""What the app's Datasets page shows, computed: the table of datasets and an import's report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalcore.store import Store
+from evalcore.store.datasets import overviews
+from evalcore.store.jobs import Job, Jobs
+
+__all__ = ["ImportOutcome", "dataset_rows", "import_outcome", "latest_import"]
+
+
+def dataset_rows(store: Store) -> list[dict[str, Any]]:
+    """One row per dataset: size, source formats, review progress and last import."""
+    rows = []
+    for o in overviews(store):
+        rows.append(
+            {
+                "dataset": o.name,
+                "sessions": o.sessions,
+                "formats": ", ".join(o.formats),
+                "todo": o.statuses.get("todo", 0) + o.statuses.get("in_progress", 0),
+                "approved": o.statuses.get("approved", 0),
+                "rejected": o.statuses.get("rejected", 0),
+                "flagged": o.statuses.get("flagged", 0),
+                "reviewed": o.progress,
+                "with ground truth": o.with_truth,
+                "last import": (o.last_import_at or "")[:16].replace("T", " "),
+                "from": o.last_import_source or "",
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class ImportOutcome:
+    """An import job as a reviewer reads it: counts, and every problem by line."""
+
+    job: Job
+    counts: dict[str, int] = field(default_factory=dict)
+    format: str | None = None
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def headline(self) -> str:
+        """One sentence: what went in, and what did not."""
+        if self.job.status == "failed":
+            return f"{self.job.label} failed: {self.job.error}"
+        if self.job.status == "running":
+            return f"{self.job.label}: {self.job.fraction:.0%}"
+        c = self.counts
+        stored = c.get("new", 0) + c.get("updated", 0) + c.get("unchanged", 0)
+        parts = [f"{stored} sessions stored ({c.get('new', 0)} new, {c.get('updated', 0)} updated, "
+                 f"{c.get('unchanged', 0)} unchanged)"]  # fmt: skip
+        if c.get("failed"):
+            parts.append(f"{c['failed']} records with errors were skipped")
+        if c.get("warnings"):
+            parts.append(f"{c['warnings']} warnings")
+        fmt = f" as {self.format}" if self.format else ""
+        return f"{self.job.label}{fmt}: " + "; ".join(parts) + "."
+
+
+def import_outcome(job: Job) -> ImportOutcome:
+    """The outcome of an import job (its counts are empty while it runs)."""
+    result = job.result or {}
+    counts = {k: int(result.get(k) or 0) for k in ("new", "updated", "unchanged", "failed", "warnings")}
+    problems = [
+        {"line": p.get("line"), "level": p.get("level"), "problem": p.get("message")}
+        for p in result.get("problems") or []
+    ]
+    return ImportOutcome(job, counts, result.get("format"), problems)
+
+
+def latest_import(store: Store, dataset: str) -> ImportOutcome | None:
+    """The dataset's latest import job, if it had one."""
+    for job in Jobs(store).recent(dataset, limit=10):
+        if job.kind == "import":
+            return import_outcome(job)
+    return None

@@ -1,0 +1,64 @@
+"""The rows of the app's sessions table: one page of a dataset, with each metric's latest score."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalcore.store import Store
+from evalcore.store.queries import Page, SessionFilter, browse
+from evalcore.store.runs import Runs
+
+__all__ = ["SessionsTable", "sessions_table"]
+
+
+@dataclass(frozen=True)
+class SessionsTable:
+    """A page of sessions as table rows, the metric columns they have, and how many match in all."""
+
+    total: int
+    rows: list[dict[str, Any]]
+    metrics: list[str] = field(default_factory=list)
+    pks: list[int] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+
+
+def sessions_table(
+    store: Store,
+    dataset: str,
+    filters: SessionFilter | None = None,
+    *,
+    sort: str = "order",
+    descending: bool = False,
+    limit: int = 50,
+    offset: int = 0,
+) -> SessionsTable:
+    """One page of ``dataset``'s sessions as rows: status, id, assistant, first question, turns, tool
+    calls, tags, whether it has ground truth, the latest score of each metric, and who changed it last."""
+    page: Page = browse(store, dataset, filters, sort=sort, descending=descending, limit=limit, offset=offset)
+    runs = Runs(store)
+    metrics = runs.metrics_of(dataset)
+    latest = runs.latest_values([item.pk for item in page.items]) if metrics else {}
+    rows = []
+    for item in page.items:
+        row: dict[str, Any] = {
+            "status": item.status,
+            "id": item.ref,
+            "assistant": item.assistant_id or "",
+            "first question": item.title,
+            "turns": item.n_turns,
+            "tool calls": item.n_tool_calls,
+            "tags": ", ".join(item.tags),
+            "ground truth": item.has_truth,
+        }
+        if item.score is not None:
+            row["score"] = item.score
+        scores = latest.get(item.pk, {})
+        for metric in metrics:
+            row[metric] = scores.get(metric)
+        row["last edit by"] = item.updated_by or ""
+        row["updated"] = (item.updated_at or "")[:16].replace("T", " ")
+        rows.append(row)
+    return SessionsTable(
+        page.total, rows, metrics, [item.pk for item in page.items], [item.ref for item in page.items]
+    )

@@ -1,0 +1,112 @@
+"""Rendering a transcript view with Streamlit: chat bubbles, tool calls with their results under them.
+
+Every piece of conversation text goes through ``literal_markdown`` or ``st.code``: nothing in a
+message is ever interpreted as HTML or markdown that could load a remote resource. Long
+outputs, system prompts and reasoning are collapsed and only rendered once opened.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from evalcore.review.text import code_span, literal_markdown
+from evalcore.review.transcript import CallView, Item, MessageView, TurnView
+
+_AVATARS = {
+    "user": ":material/person:",
+    "assistant": ":material/smart_toy:",
+    "system": ":material/settings:",
+    "tool": ":material/build:",
+}
+
+
+def _lazy_expander(label: str, key: str, *, expanded: bool = False) -> st.delta_generator.DeltaGenerator | None:
+    """An expander whose body is rendered only while open (``None`` when closed)."""
+    box = st.expander(label, expanded=expanded, key=key, on_change="rerun")
+    return box if box.open else None
+
+
+def text_block(text: str, *, key: str, long: bool, label: str) -> None:
+    """Message text shown literally; a long one collapsed behind ``label``."""
+    if not text:
+        return
+    if long:
+        lines = text.count("\n") + 1
+        box = _lazy_expander(f"{label} · {lines:,} lines, {len(text):,} characters", key)
+        if box is not None:
+            with box:
+                st.markdown(literal_markdown(text))
+    else:
+        st.markdown(literal_markdown(text))
+
+
+def _extras(view: MessageView) -> None:
+    for block in view.extra_blocks:
+        kind = str(block.get("type", "block"))
+        st.caption(f":material/attachment: {kind} block (not loaded)")
+
+
+def render_message(view: MessageView, key: str) -> None:
+    """A message that stands on its own (assistant text, system prompt, unclaimed tool output)."""
+    if view.kind == "assistant" and not view.text and not view.reasoning and not view.extra_blocks:
+        return  # only tool calls: they follow, each in its own bubble
+    name = "assistant" if view.kind == "assistant" else "user" if view.kind == "user" else view.kind
+    with st.chat_message(name, avatar=_AVATARS[view.kind]):
+        if view.kind == "system":
+            box = _lazy_expander(f"System prompt · {len(view.text):,} characters", f"{key}-sys")
+            if box is not None:
+                with box:
+                    st.markdown(literal_markdown(view.text))
+            return
+        if view.kind == "tool":
+            who = view.message.name or "tool"
+            st.caption(f"result of {code_span(who)} (no call claims it)")
+            st.code(view.text, language=None, wrap_lines=True)
+            return
+        if view.reasoning:
+            box = _lazy_expander("Reasoning", f"{key}-why")
+            if box is not None:
+                with box:
+                    st.markdown(literal_markdown(view.reasoning))
+        text_block(view.text, key=f"{key}-text", long=view.is_long, label="Long answer")
+        _extras(view)
+
+
+def render_call(view: CallView, key: str) -> None:
+    """A tool call by name with its arguments, and its result right under it."""
+    with st.chat_message("tool", avatar=_AVATARS["tool"]):
+        ident = f" · call {code_span(view.id)}" if view.id else ""
+        st.markdown(f"**{literal_markdown(view.name)}**{ident}")
+        if view.args_is_long:
+            box = _lazy_expander("Arguments", f"{key}-args")
+            if box is not None:
+                with box:
+                    st.code(view.args_text, language="json", wrap_lines=True)
+        elif view.args_text != "{}":
+            st.code(view.args_text, language="json", wrap_lines=True)
+        if view.result is None:
+            st.caption(":material/help: no result")
+        elif view.result_is_long:
+            box = _lazy_expander(f"Result · {len(view.result_text):,} characters", f"{key}-out")
+            if box is not None:
+                with box:
+                    st.code(view.result_text, language="json" if view.result_is_json else None, wrap_lines=True)
+        else:
+            st.caption("result")
+            st.code(view.result_text or "(empty)", language="json" if view.result_is_json else None, wrap_lines=True)
+
+
+def render_items(items: list[Item], key: str) -> None:
+    """The items of a turn (or the preamble) in conversation order."""
+    for n, item in enumerate(items):
+        if isinstance(item, CallView):
+            render_call(item, f"{key}-{n}")
+        else:
+            render_message(item, f"{key}-{n}")
+
+
+def render_turn(turn: TurnView, key: str) -> None:
+    """One turn: the user's message, then what followed."""
+    with st.chat_message("user", avatar=_AVATARS["user"]):
+        text_block(turn.query, key=f"{key}-q", long=len(turn.query) > 3000, label="Long question")
+    render_items(turn.items, key)

@@ -1,0 +1,128 @@
+"""Datasets: every dataset with its progress; upload a file into one; load the samples; rename, delete."""
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.background import start_import
+from evalcore.dataset_views import ImportOutcome, dataset_rows, import_outcome, latest_import
+from evalcore.formats import formats
+from evalcore.samples import load_samples
+from evalcore.store.datasets import delete_dataset, rename_dataset
+from evalcore.store.jobs import Jobs
+from pages import _shared
+
+store = _shared.store()
+st.title("Datasets")
+
+rows = dataset_rows(store)
+if rows:
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        column_config={
+            "reviewed": st.column_config.ProgressColumn("reviewed", format="percent", min_value=0, max_value=1),
+            "sessions": st.column_config.NumberColumn(format="localized"),
+        },
+    )
+else:
+    st.info("No dataset yet: upload a file below, or load the sample data.", icon=":material/info:")
+
+
+def show_outcome(outcome: ImportOutcome) -> None:
+    """An import's result: the headline, and every problem by line and field."""
+    job = outcome.job
+    if job.status == "running":
+        st.progress(job.fraction, text=f"{job.label} — {job.done:,} of {job.total:,} bytes read")
+        return
+    (st.error if job.status == "failed" else st.warning if outcome.problems else st.success)(outcome.headline)
+    if outcome.problems:
+        with st.expander(f"{len(outcome.problems)} problems, by line", expanded=True):
+            st.dataframe(pd.DataFrame(outcome.problems), hide_index=True)
+
+
+@st.fragment(run_every=0.5)
+def follow_job(job_id: int) -> None:
+    """The running import's progress, read from the store twice a second until it ends."""
+    job = Jobs(store).get(job_id)
+    show_outcome(import_outcome(job))
+    if not job.active:
+        st.session_state.pop("import_job", None)
+        st.rerun()  # the whole page: the table above now has the new sessions
+
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Import a file")
+    upload = st.file_uploader(
+        "A file in any format evalcore reads (JSON or JSON Lines)", type=["json", "jsonl"], key="upload"
+    )
+    names = [r["dataset"] for r in rows]
+    c1, c2 = st.columns(2)
+    target = c1.selectbox(
+        "Into dataset",
+        [*names, "+ new dataset"],
+        index=names.index(_shared.dataset()) if _shared.dataset() in names else len(names),
+        key="import_target",
+    )
+    new_name = ""
+    if target == "+ new dataset":
+        default = upload.name.rsplit(".", 1)[0] if upload is not None else ""
+        new_name = c2.text_input("New dataset's name", value=default, key="import_new_name")
+    fmt = st.selectbox(
+        "Format",
+        ["detect", *(f.name for f in formats())],
+        key="import_format",
+        help="Leave on 'detect' to recognise it.",
+    )
+    dataset_name = new_name.strip() if target == "+ new dataset" else target
+    if st.button("Import", type="primary", disabled=upload is None or not dataset_name, key="import"):
+        assert upload is not None
+        st.session_state["import_job"] = start_import(
+            store, upload.getvalue(), upload.name, dataset_name,
+            fmt=None if fmt == "detect" else fmt, author=_shared.reviewer(),
+        )  # fmt: skip
+        st.session_state["dataset"] = dataset_name
+        st.rerun()
+    running = st.session_state.get("import_job")
+    if running is not None:
+        follow_job(running)
+    elif _shared.dataset():
+        outcome = latest_import(store, _shared.dataset() or "")
+        if outcome is not None and outcome.job.status != "running":
+            st.caption(f"Last import into {_shared.dataset()}")
+            show_outcome(outcome)
+        elif outcome is not None:
+            follow_job(outcome.job.id)  # started in another tab
+
+with right:
+    st.subheader("Sample data")
+    st.caption("Thirteen small files, one per format evalcore reads, each in a `sample-…` dataset, scored.")
+    if st.button("Load the sample data", icon=":material/download:", key="load_samples"):
+        with st.spinner("Importing and scoring the samples…"):
+            loads = load_samples(store, _shared.sample_folder())
+        st.session_state["samples_loaded"] = sum(load.report.new for load in loads)
+        st.rerun()
+    if "samples_loaded" in st.session_state:
+        st.success(f"Sample data loaded: {st.session_state.pop('samples_loaded')} new sessions.")
+
+    current = _shared.dataset()
+    if current:
+        st.subheader(f"Manage {current}")
+        with st.form("rename", border=False):
+            renamed = st.text_input("Rename to", value=current, key="rename_to")
+            if st.form_submit_button("Rename"):
+                with _shared.saving("The new name"):
+                    st.session_state["dataset"] = rename_dataset(store, current, renamed)
+                    st.rerun()
+        with st.popover("Delete…", icon=":material/delete:"):
+            size = next((r["sessions"] for r in rows if r["dataset"] == current), 0)
+            st.write(
+                f"This deletes **{current}**: its {size:,} sessions with their history, comments, verdicts and scores."
+            )
+            typed = st.text_input(f"Type {current} to confirm", key="delete_confirm")
+            if st.button("Delete for good", type="primary", disabled=typed != current, key="delete"):
+                with _shared.saving("The deletion"):
+                    n = delete_dataset(store, current, confirm=typed)
+                    st.session_state["dataset"] = None
+                    st.toast(f"Deleted {current} ({n} sessions).")
+                    st.rerun()

@@ -1,0 +1,502 @@
+"""Review: one session's transcript with its tool calls, the ground-truth editors, the reviewer's verdict,
+status and navigation, history, comments, scores and the answer against the reference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
+from evalcore.review.diff import diff_markdown, word_diff
+from evalcore.review.fields import (
+    SESSION_EDITORS,
+    TURN_EDITORS,
+    FieldProblem,
+    calls_from_conversation,
+    form_values,
+    session_changes,
+    turn_changes,
+    turn_form_values,
+)
+from evalcore.review.text import code_span, literal_markdown
+from evalcore.review.transcript import transcript
+from evalcore.review.weights import explain_weights, format_number
+from evalcore.store.queries import browse, facets, neighbours
+from evalcore.store.runs import Runs
+from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict, verdicts
+from pages import _shared
+from pages._transcript import render_items, render_turn
+
+TURNS_PER_PAGE = 4
+SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
+
+store = _shared.store()
+dataset = _shared.dataset()
+author = _shared.reviewer()
+if dataset is None:
+    st.title("Review")
+    st.info("No dataset yet: import one on the Datasets page.", icon=":material/info:")
+    st.stop()
+
+state = _shared.browse_state()
+ref = st.query_params.get("session")
+if not ref:
+    first = browse(store, dataset, state["filters"], sort=state["sort"], descending=state["descending"], limit=1)
+    if not first.items:
+        st.title("Review")
+        st.info("No session matches the filter of the Sessions page.", icon=":material/filter_alt_off:")
+        st.stop()
+    ref = first.items[0].ref
+    st.query_params["session"] = ref
+try:
+    pk = store.find_ref(dataset, ref)
+except NotFoundError as exc:
+    st.title("Review")
+    st.warning(str(exc), icon=":material/search_off:")
+    st.page_link(_shared.PAGES["sessions"], label="Pick a session", icon=":material/table_rows:")
+    st.stop()
+
+stored = store.get(pk)
+session = stored.session
+
+# What this reviewer's forms are based on: the version they first saw, until they save, take another
+# reviewer's changes, or leave. A newer version in the store is announced, never silently loaded into
+# a form that holds typing.
+bases: dict[int, dict[str, Any]] = st.session_state.setdefault("review_base", {})
+if st.session_state.get("review_pk") != pk:
+    bases.clear()
+    st.session_state["review_pk"] = pk
+base = bases.setdefault(pk, {"version": stored.version, "session": session, "epoch": 0})
+key = f"{pk}-{base['epoch']}"
+
+
+def rebase(*, reset: bool) -> None:
+    """Base the forms on the store's current version (``reset``: drop what is typed in them too)."""
+    fresh = store.get(pk)
+    base.update(version=fresh.version, session=fresh.session)
+    if reset:
+        base["epoch"] += 1
+
+
+def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
+    """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved."""
+    if author is None:
+        st.session_state["review_notice"] = ("error", "Enter your name in the sidebar first: every edit carries it.")
+        return False
+    try:
+        for turn, changes in groups:
+            base["version"] = store.save(pk, changes, base_version=base["version"], author=author, turn=turn)
+    except ConflictError as exc:
+        st.session_state["review_conflict"] = {"message": str(exc), "groups": groups, "what": what}
+        return False
+    except EvalcoreError as exc:
+        st.session_state["review_notice"] = ("error", f"{what} was not saved: {exc}")
+        return False
+    rebase(reset=False)
+    st.session_state["review_notice"] = ("success", f"{what} saved.")
+    return True
+
+
+def go_to(target: int | None) -> None:
+    if target is not None:
+        st.query_params["session"] = store.get(target).ref
+        st.query_params.pop("turn", None)
+
+
+def set_status(status: str, then: int | None = None) -> None:
+    if save([(None, {"status": status})], f"Status {status}") and then is not None:
+        go_to(then)
+
+
+def problems_text(problems: list[FieldProblem]) -> str:
+    return "\n".join(f"- {literal_markdown(str(p))}" for p in problems)
+
+
+# -- header: who, where, status, navigation ---------------------------------------------------------
+nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
+view = transcript(session)
+place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
+st.markdown(f"### {literal_markdown(ref)}")
+st.caption(
+    " · ".join(
+        [
+            f"**{session.status}**" + (f" by {literal_markdown(stored.status_by)}" if stored.status_by else ""),
+            literal_markdown(session.assistant_id or "no assistant id"),
+            f"{view.turn_count} turns, {view.n_tool_calls} tool calls",
+            f"version {stored.version}",
+            f"{place} in the Sessions filter",
+        ]
+    )
+)
+S = _shared.SHORTCUTS
+with st.container(horizontal=True, vertical_alignment="center", key="actions"):
+    st.button(
+        "Approve & next", type="primary", shortcut=S["approve_next"][1], key="approve_next", icon=":material/done_all:",
+        on_click=set_status, args=("approved", nb.next), help="Approve, then open the next session",
+    )  # fmt: skip
+    st.button("Approve", shortcut=S["approve"][1], key="approve", on_click=set_status, args=("approved",))
+    st.button("Reject", shortcut=S["reject"][1], key="reject", on_click=set_status, args=("rejected",))
+    st.button("Flag", shortcut=S["flag"][1], key="flag", on_click=set_status, args=("flagged",))
+    st.button("To do", shortcut=S["todo"][1], key="todo", on_click=set_status, args=("todo",))
+    st.button(
+        "Previous", shortcut=S["previous"][1], key="previous", on_click=go_to, args=(nb.previous,),
+        disabled=nb.previous is None, help="Previous session in the filter", icon=":material/arrow_back:",
+    )  # fmt: skip
+    st.button(
+        "Next", shortcut=S["next"][1], key="next", on_click=go_to, args=(nb.next,),
+        disabled=nb.next is None, help="Next session in the filter", icon=":material/arrow_forward:",
+    )  # fmt: skip
+    with st.popover("Shortcuts", icon=":material/keyboard:", help="Keyboard shortcuts (?)"):
+        st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
+
+if author is None:
+    st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+notice = st.session_state.pop("review_notice", None)
+if notice is not None:
+    (st.success if notice[0] == "success" else st.error)(notice[1])
+    if notice[0] == "success":
+        st.toast(notice[1], icon=":material/check:")
+
+conflict = st.session_state.get("review_conflict")
+if conflict is not None:
+    with st.container(border=True):
+        st.error(f"{conflict['what']} was not saved. {conflict['message']}", icon=":material/sync_problem:")
+        c1, c2, _ = st.columns([2, 3, 5])
+        if c1.button("Take theirs", key="take_theirs", help="Drop your change and show the session as it is now"):
+            st.session_state.pop("review_conflict")
+            rebase(reset=True)
+            st.rerun()
+        if c2.button("Re-apply mine on top", key="reapply", type="primary",
+                     help="Save your change over the current version (their other changes stay)"):  # fmt: skip
+            st.session_state.pop("review_conflict")
+            rebase(reset=False)
+            if save(conflict["groups"], conflict["what"]):
+                base["epoch"] += 1
+            st.rerun()
+elif stored.version > base["version"]:
+    newer = [e for e in store.history(pk) if e.version > base["version"]]
+    who = ", ".join(sorted({e.author for e in newer})) or "someone"
+    st.warning(
+        f"{literal_markdown(who)} changed this session since you opened it "
+        f"({', '.join(sorted({e.where for e in newer}))}). Your forms show version {base['version']}; "
+        "saving them will ask whether to keep their changes.",
+        icon=":material/sync_problem:",
+    )
+    if st.button("Load their version", key="load_theirs"):
+        rebase(reset=True)
+        st.rerun()
+
+# -- the session panel (right), the transcript (left) ---------------------------------------------------
+edited: Any = base["session"]
+talk_column, panel = st.columns([5, 4], gap="large")
+with panel:
+    tabs = st.tabs(
+        ["Truth", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"], key="review_tab", on_change="rerun"
+    )
+
+with tabs[0]:
+    if tabs[0].open:
+        values = form_values(edited)
+        seeds = st.session_state.setdefault("calls_seed", {})
+        if st.button("Copy tool calls from the conversation", key=f"copy_calls-{key}", icon=":material/content_copy:",
+                     disabled=not session.tool_calls()):  # fmt: skip
+            seeds[key] = calls_from_conversation(session)
+        with st.form(f"truth-{key}", border=False):
+            left = right = st.container()
+            form: dict[str, Any] = {}
+            with left:
+                for name in ("reference", "goal", "expected_facts", "reference_topics", "guidelines"):
+                    spec = SPECS[name]
+                    height = 160 if name == "reference" else 90
+                    form[name] = st.text_area(spec.label, values[name], help=spec.help, height=height,
+                                              key=f"s-{name}-{key}")  # fmt: skip
+            with right:
+                calls = seeds.get(key, values["reference_tool_calls"])
+                form["reference_tool_calls"] = st.data_editor(
+                    pd.DataFrame(calls, columns=["name", "arguments"]),
+                    num_rows="dynamic",
+                    key=f"s-calls-{key}-{len(seeds.get(key, []))}",
+                    column_config={
+                        "name": st.column_config.TextColumn("tool", width="small", required=True),
+                        "arguments": st.column_config.TextColumn("arguments (JSON object)", width="large"),
+                    },
+                    hide_index=True,
+                )
+                st.caption(SPECS["reference_tool_calls"].help)
+                form["rubrics"] = st.data_editor(
+                    pd.DataFrame(values["rubrics"], columns=["name", "description"]),
+                    num_rows="dynamic",
+                    key=f"s-rubrics-{key}",
+                    column_config={
+                        "name": st.column_config.TextColumn("rubric", width="small"),
+                        "description": st.column_config.TextColumn("description", width="large"),
+                    },
+                    hide_index=True,
+                )
+                st.caption(SPECS["rubrics"].help)
+                form["tags"] = st.multiselect(
+                    "Tags", sorted({*values["tags"], *facets(store, dataset).tags}), default=values["tags"],
+                    accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help,
+                )  # fmt: skip
+                form["expected_retrieved_context"] = st.text_area(
+                    SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
+                    help=SPECS["expected_retrieved_context"].help, height=90, key=f"s-erc-{key}",
+                )  # fmt: skip
+            submitted = st.form_submit_button("Save ground truth", type="primary", disabled=author is None)
+        if submitted:
+            result = session_changes(edited, form)
+            if result.problems:
+                st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
+            elif not result.changes:
+                st.info("Nothing changed.")
+            elif save([(None, result.changes)], "The ground truth"):
+                seeds.pop(key, None)
+                st.rerun()
+
+with tabs[1]:
+    if tabs[1].open:
+        st.caption(
+            "Each turn's weight in the session's score, under Gaussia's rules. Edit weights beside each turn "
+            "below; the effective weights here follow what is typed."
+        )
+
+
+def typed_weights() -> list[float | None]:
+    """Every turn's weight: as typed in its (shown) editor, else as saved."""
+    weights: list[float | None] = []
+    for turn in view.turns:
+        saved = edited.turn_truth[turn.index].weight if turn.index < len(edited.turn_truth) else None
+        weights.append(st.session_state.get(f"t-weight-{turn.index}-{key}", saved))
+    return weights
+
+
+explained = explain_weights(typed_weights())
+with tabs[1]:
+    if tabs[1].open:
+        (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "turn": [t.index + 1 for t in view.turns],
+                    "question": [t.query[:80] for t in view.turns],
+                    "weight typed": [format_number(w) if w is not None else "" for w in typed_weights()],
+                    "effective": explained.effective,
+                }
+            ),
+            hide_index=True,
+            column_config={"effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1)},
+        )
+
+with tabs[2]:
+    if tabs[2].open:
+        mine = {v.name: v.value for v in verdicts(store, pk) if v.author == author}
+        others = [v for v in verdicts(store, pk) if v.author != author]
+
+        def give(name: str, widget: str, scale: dict[Any, float]) -> None:
+            value = st.session_state.get(widget)
+            try:
+                set_verdict(store, pk, name, None if value is None else scale[value], author=author or "")
+            except EvalcoreError as exc:
+                st.session_state["review_notice"] = ("error", f"The verdict was not saved: {exc}")
+
+        st.caption("Your own judgement, kept beside the judges' scores (the Dashboard compares the two).")
+        label = {1.0: "pass", 0.0: "fail"}.get(mine.get(LABEL, -1.0))
+        st.segmented_control(
+            "Does the assistant pass?", ["pass", "fail"], default=label, key=f"v-label-{key}",
+            on_change=give, args=(LABEL, f"v-label-{key}", {"pass": 1.0, "fail": 0.0}), disabled=author is None,
+        )  # fmt: skip
+        for rubric in session.rubrics or {}:
+            if rubric.startswith("score") and rubric.endswith("_description"):
+                continue
+            name = rubric_verdict(rubric)
+            current = int(mine[name]) if name in mine else None
+            st.segmented_control(
+                f"{literal_markdown(rubric)} (1–5)", [1, 2, 3, 4, 5], default=current, key=f"v-{rubric}-{key}",
+                on_change=give, args=(name, f"v-{rubric}-{key}", {i: float(i) for i in range(1, 6)}),
+                disabled=author is None, help=session.rubrics[rubric] if session.rubrics else None,
+            )  # fmt: skip
+        if others:
+            st.caption("Other reviewers")
+            st.dataframe(pd.DataFrame([{"reviewer": v.author, "verdict": v.name, "value": v.value, "at": v.at[:16]}
+                                       for v in others]), hide_index=True)  # fmt: skip
+
+with tabs[3]:
+    if tabs[3].open:
+        scores = Runs(store).for_session(pk)
+        if not scores:
+            st.info("No run has scored this session yet.")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "run": s.run_id,
+                            "metric": s.metric,
+                            "turn": "" if s.turn is None else s.turn + 1,
+                            "value": s.value,
+                            "status": s.status,
+                            "reason": s.reason or s.error or "",
+                            "model": s.model or "",
+                            "tokens": (s.input_tokens or 0) + (s.output_tokens or 0) or None,
+                            "cost": s.cost,
+                        }
+                        for s in scores
+                    ]
+                ),  # fmt: skip
+                hide_index=True,
+                column_config={
+                    "value": st.column_config.NumberColumn(format="%.3f"),
+                    "reason": st.column_config.TextColumn(width="large"),
+                    "cost": st.column_config.NumberColumn(format="$%.5f"),
+                },
+            )
+
+with tabs[4]:
+    if tabs[4].open:
+        answer, reference = session.final_answer(), session.reference_answer()
+        if not answer or not reference:
+            st.info("The diff needs both a final answer and a reference answer.")
+        else:
+            diff = word_diff(answer, reference)
+            st.caption(
+                f"The assistant's final answer against the reference: {diff.words_removed} words only in the answer "
+                f"(struck), {diff.words_added} only in the reference, similarity {diff.similarity:.0%}."
+            )
+            with st.container(border=True):
+                st.markdown(diff_markdown(diff))
+
+with tabs[5]:
+    if tabs[5].open:
+        history = store.history(pk)
+        if not history:
+            st.info("No edit yet: the session is as it was imported.")
+        else:
+            st.dataframe(
+                pd.DataFrame(
+                    [
+                        {
+                            "edit": e.id,
+                            "at": e.at[:19].replace("T", " "),
+                            "by": e.author,
+                            "field": e.where,
+                            "old": _shared.short(e.old),
+                            "new": _shared.short(e.new),
+                            "reason": e.reason or "",
+                        }
+                        for e in reversed(history)
+                    ]
+                ),  # fmt: skip
+                hide_index=True,
+            )
+            r1, r2 = st.columns([2, 3], vertical_alignment="bottom")
+            target = r1.selectbox(
+                "Bring the session back to how it was after", [e.id for e in reversed(history)],
+                format_func=lambda i: f"edit #{i}", key=f"restore_to-{key}",
+            )  # fmt: skip
+            if r2.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
+                try:
+                    base["version"] = store.restore(pk, int(target), base_version=stored.version, author=author or "")
+                except EvalcoreError as exc:
+                    st.error(f"Not restored: {exc}")
+                else:
+                    rebase(reset=True)
+                    st.session_state["review_notice"] = ("success", f"Restored to the state after edit #{target}.")
+                    st.rerun()
+
+with tabs[6]:
+    if tabs[6].open:
+        for comment in store.comments(pk):
+            where = f" · turn {comment['turn'] + 1}" if comment["turn"] is not None else ""
+            st.markdown(
+                f"**{literal_markdown(comment['author'])}** · {comment['at'][:16].replace('T', ' ')}{where}  \n"
+                + literal_markdown(comment["body"])
+            )
+        with st.form(f"comment-{key}", clear_on_submit=True, border=False):
+            body = st.text_area("Add a comment", key=f"comment_body-{key}", height=80)
+            if st.form_submit_button("Comment", disabled=author is None):
+                try:
+                    store.add_comment(pk, body, author=author or "")
+                except EvalcoreError as exc:
+                    st.error(str(exc))
+                else:
+                    st.rerun()
+
+# -- the transcript, a page of turns at a time, each turn with its ground truth under it ------------------
+pages = view.page_count(TURNS_PER_PAGE)
+wanted = st.query_params.get("turn")
+page_key = f"turn_page-{pk}"
+if wanted is not None and wanted.isdigit() and st.session_state.get("turn_deeplink") != (pk, wanted):
+    st.session_state["turn_deeplink"] = (pk, wanted)
+    st.session_state[page_key] = min(pages, max(1, (int(wanted) - 1) // TURNS_PER_PAGE + 1))
+page = min(pages, int(st.session_state.get(page_key, 1)))
+
+
+def turn_page(delta: int) -> None:
+    st.session_state[page_key] = min(pages, max(1, page + delta))
+    st.query_params["turn"] = str((st.session_state[page_key] - 1) * TURNS_PER_PAGE + 1)
+
+
+shown = view.page((page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
+with talk_column:
+    with st.container(horizontal=True, vertical_alignment="center", key="turn_nav"):
+        st.button("Earlier turns", key="turns_back", disabled=page <= 1, on_click=turn_page, args=(-1,),
+                  shortcut=S["turns_back"][1], icon=":material/arrow_upward:")  # fmt: skip
+        st.button("Later turns", key="turns_on", disabled=page >= pages, on_click=turn_page, args=(1,),
+                  shortcut=S["turns_on"][1], icon=":material/arrow_downward:")  # fmt: skip
+        if shown:
+            st.caption(f"Turns {shown[0].index + 1}–{shown[-1].index + 1} of {view.turn_count}")
+    if view.retrieved_context:
+        with st.expander(f"Retrieved context · {len(view.retrieved_context)} chunks", icon=":material/library_books:"):
+            for chunk in view.retrieved_context:
+                st.markdown(f"{code_span(chunk.doc_uri or 'no uri')}  \n" + literal_markdown(chunk.content or ""))
+    if page == 1 and view.preamble:
+        render_items(view.preamble, f"pre-{key}")
+    if not view.turns:
+        st.info("This session has no user message, so no turns to annotate.")
+
+    for turn in shown:
+        truth = edited.turn_truth[turn.index] if turn.index < len(edited.turn_truth) else turn.truth
+        values = turn_form_values(truth)
+        weight_key = f"t-weight-{turn.index}-{key}"
+        with st.container(border=True, key=f"turn-{turn.index}"):
+            st.markdown(f"**Turn {turn.index + 1}** of {view.turn_count}")
+            render_turn(turn, f"t{turn.index}-{key}")
+            marks = [f"effective weight {format_number(explained.effective[turn.index])}"]
+            marks += [SPECS[name].label.lower() for name in ("ground_truth", "observation", "expected_tool_usage")
+                      if values[name]]  # fmt: skip
+            with st.expander(
+                f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:"
+            ):
+                st.number_input(
+                    "Weight", value=values["weight"], min_value=0.0, step=0.05, format="%.3f", key=weight_key,
+                    placeholder="not set", help=SPECS["weight"].help, persist_state="session",
+                )  # fmt: skip
+                st.caption(
+                    f"Effective weight **{format_number(explained.effective[turn.index])}**. {explained.sentence}"
+                )
+                with st.form(f"turn-form-{turn.index}-{key}", border=False):
+                    tform: dict[str, Any] = {
+                        "ground_truth": st.text_area("Reference answer for this turn", values["ground_truth"],
+                                                     key=f"t-gt-{turn.index}-{key}", height=90,
+                                                     help=SPECS["ground_truth"].help),
+                        "observation": st.text_area("Observation", values["observation"],
+                                                    key=f"t-obs-{turn.index}-{key}", height=68,
+                                                    help=SPECS["observation"].help),
+                        "expected_tool_usage": st.text_area("Expected tool usage (JSON)", values["expected_tool_usage"],
+                                                            key=f"t-etu-{turn.index}-{key}", height=68,
+                                                            help=SPECS["expected_tool_usage"].help),
+                        "qa_id": st.text_input("Turn id (qa_id)", values["qa_id"], key=f"t-qa-{turn.index}-{key}",
+                                               help=SPECS["qa_id"].help),
+                    }  # fmt: skip
+                    done = st.form_submit_button("Save turn", type="primary", disabled=author is None)
+                if done:
+                    tform["weight"] = st.session_state.get(weight_key)
+                    result = turn_changes(truth, tform)
+                    if result.problems:
+                        st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
+                    elif not result.changes:
+                        st.info("Nothing changed.")
+                    elif save([(turn.index, result.changes)], f"Turn {turn.index + 1}"):
+                        st.rerun()

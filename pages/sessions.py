@@ -1,0 +1,177 @@
+"""Sessions: the dataset's sessions filtered, searched, sorted and paged; open one; change many at once."""
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.errors import EvalcoreError
+from evalcore.schema import STATUSES
+from evalcore.sessions_table import sessions_table
+from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
+from evalcore.store.queries import SORTS, SessionFilter, facets
+from evalcore.store.runs import Runs
+from pages import _shared
+
+store = _shared.store()
+dataset = _shared.dataset()
+st.title("Sessions")
+if dataset is None:
+    st.info("No dataset yet: import one on the Datasets page.", icon=":material/info:")
+    st.page_link(_shared.PAGES["datasets"], label="Go to Datasets", icon=":material/database:")
+    st.stop()
+
+state = _shared.browse_state()
+found = facets(store, dataset)
+runs = [r for r in Runs(store).recent(dataset) if r.status != "running"]
+
+
+def reset_page() -> None:
+    st.session_state["page_number"] = 1
+
+
+# -- filters ------------------------------------------------------------------------------------
+c = st.columns([2, 2, 2, 1.4, 3], vertical_alignment="bottom")
+status = c[0].multiselect(
+    "Status",
+    list(STATUSES),
+    format_func=lambda s: f"{s} ({found.statuses[s]})",
+    key="f_status",
+    persist_state="session",
+    on_change=reset_page,
+)
+tags = c[1].multiselect(
+    "Tags (all of)", list(found.tags), format_func=lambda t: f"{t} ({found.tags[t]})", key="f_tags",
+    persist_state="session", on_change=reset_page,
+)  # fmt: skip
+assistant = c[2].selectbox(
+    "Assistant", ["any", *found.assistants], key="f_assistant", persist_state="session", on_change=reset_page,
+    format_func=lambda a: a if a == "any" else f"{a} ({found.assistants[a]})",
+)  # fmt: skip
+truth = c[3].selectbox(
+    "Ground truth", ["any", "present", "missing"], key="f_truth", persist_state="session", on_change=reset_page,
+    help=f"{found.with_truth} of {found.total} sessions have some ground truth.",
+)  # fmt: skip
+search = c[4].text_input(
+    "Search", key="f_search", persist_state="session", on_change=reset_page,
+    placeholder="words in messages and ground truth; word* for a prefix",
+)  # fmt: skip
+
+run_id = metric = min_score = max_score = None
+with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_run"))):
+    s = st.columns([3, 3, 1.5, 1.5, 2, 1], vertical_alignment="bottom")
+    run = s[0].selectbox(
+        "Run", [None, *runs], key="f_run", persist_state="session", on_change=reset_page,
+        format_func=lambda r: "no score filter" if r is None else f"#{r.id} · {r.started_at[:16].replace('T', ' ')}",
+    )  # fmt: skip
+    if run is not None:
+        run_id = run.id
+        metric = s[1].selectbox("Metric", run.metrics, key="f_metric", persist_state="session", on_change=reset_page)
+        low = s[2].number_input(
+            "Min", value=None, key="f_min", persist_state="session", on_change=reset_page, placeholder="any"
+        )
+        high = s[3].number_input(
+            "Max", value=None, key="f_max", persist_state="session", on_change=reset_page, placeholder="any"
+        )
+        min_score = None if low is None else float(low)
+        max_score = None if high is None else float(high)
+    sorts = [k for k in SORTS if k != "score" or run is not None]
+    sort = s[4].selectbox("Sort by", sorts, key="f_sort", persist_state="session", on_change=reset_page)
+    descending = s[5].toggle("Desc", key="f_desc", persist_state="session", on_change=reset_page)
+
+filters = SessionFilter(
+    status=list(status), tags=list(tags), assistant=None if assistant == "any" else assistant,
+    search=search.strip() or None, has_truth={"any": None, "present": True, "missing": False}[truth],
+    run_id=run_id, metric=metric, min_score=min_score, max_score=max_score,
+)  # fmt: skip
+state.update(filters=filters, sort=sort, descending=descending)
+
+# -- the table ----------------------------------------------------------------------------------
+size = int(st.session_state.get("page_size", 50))
+number = int(st.session_state.get("page_number", 1))
+try:
+    table = sessions_table(store, dataset, filters, sort=sort, descending=descending, limit=size,
+                           offset=(number - 1) * size)  # fmt: skip
+except EvalcoreError as exc:
+    st.warning(str(exc), icon=":material/filter_alt_off:")
+    st.stop()
+pages = max(1, -(-table.total // size))
+if number > pages:
+    st.session_state["page_number"] = number = pages
+
+first = (number - 1) * size + 1 if table.total else 0
+st.caption(
+    f"{first:,}–{first + len(table.rows) - 1 if table.rows else 0:,} of **{table.total:,}** sessions. "
+    "Click a cell to open its session in Review; tick rows to change them together."
+)
+config = {
+    "status": st.column_config.TextColumn(width="small"),
+    "id": st.column_config.TextColumn(width="medium"),
+    "first question": st.column_config.TextColumn(width="large"),
+    "turns": st.column_config.NumberColumn(width="small"),
+    "tool calls": st.column_config.NumberColumn(width="small"),
+    "ground truth": st.column_config.CheckboxColumn(width="small"),
+    **{m: st.column_config.NumberColumn(m, format="%.2f", width="small") for m in [*table.metrics, "score"]},
+}
+event = st.dataframe(
+    pd.DataFrame(table.rows),
+    hide_index=True,
+    column_config=config,
+    on_select="rerun",
+    selection_mode=["multi-row", "single-cell"],
+    key="sessions_table",
+    height=min(38 + 35 * max(len(table.rows), 1), 38 + 35 * 20),
+)
+cells = event.selection.cells if event else []
+if cells:
+    _shared.open_session(table.refs[cells[0][0]])
+selected = [table.pks[i] for i in (event.selection.rows if event else []) if i < len(table.pks)]
+
+p = st.columns([1, 1, 1.2, 6], vertical_alignment="bottom")
+if p[0].button("◀ Previous", disabled=number <= 1, key="page_prev"):
+    st.session_state["page_number"] = number - 1
+    st.rerun()
+if p[1].button("Next ▶", disabled=number >= pages, key="page_next"):
+    st.session_state["page_number"] = number + 1
+    st.rerun()
+p[2].selectbox(
+    "Rows per page", [25, 50, 100, 200], index=1, key="page_size", persist_state="session", on_change=reset_page
+)
+p[3].caption(f"Page {number:,} of {pages:,}")
+if len(selected) == 1:
+    i = table.pks.index(selected[0])
+    if st.button(f"Open {table.refs[i]} in Review", icon=":material/open_in_new:", key="open_selected"):
+        _shared.open_session(table.refs[i])
+
+# -- bulk changes -------------------------------------------------------------------------------
+with st.expander("Change many sessions at once", icon=":material/checklist:"):
+    author = _shared.need_reviewer()
+    scope = st.radio(
+        "Which sessions",
+        ["selected", "filter"],
+        format_func=lambda v: f"the {len(selected)} ticked rows" if v == "selected"
+        else f"all {table.total:,} sessions this filter matches",
+        horizontal=True,
+        key="bulk_scope",
+    )  # fmt: skip
+    b = st.columns([2, 2, 2, 3], vertical_alignment="bottom")
+    action = b[0].selectbox("Change", ["status", "add tag", "remove tag"], key="bulk_action")
+    if action == "status":
+        value = b[1].selectbox("to", list(STATUSES), key="bulk_status")
+    else:
+        value = b[1].text_input("tag", key="bulk_tag")
+    count = len(selected) if scope == "selected" else table.total
+    confirmed = scope == "selected" or b[2].checkbox(f"Yes, change {count:,}", key="bulk_confirm")
+    ready = bool(author and count and value and confirmed)
+    if b[3].button(f"Apply to {count:,} sessions", disabled=not ready, type="primary", key="bulk_apply"):
+        assert author is not None
+        with _shared.saving("The change"):
+            pks = selected if scope == "selected" else matching_pks(store, dataset, filters)
+            if action == "status":
+                changed = bulk_set_status(store, pks, value, author=author)
+            elif action == "add tag":
+                changed = bulk_tags(store, pks, add=[value], author=author)
+            else:
+                changed = bulk_tags(store, pks, remove=[value], author=author)
+            st.session_state["bulk_done"] = f"{changed:,} sessions changed."
+            st.rerun()
+    if "bulk_done" in st.session_state:
+        st.success(st.session_state.pop("bulk_done"))

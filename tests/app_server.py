@@ -1,0 +1,119 @@
+"""A real ``streamlit run app.py`` on 127.0.0.1 for browser tests and benchmarks, and a headless Chromium.
+
+The server binds to the loopback address with usage statistics off, so nothing leaves the
+machine; it is stopped (by its PID) when the test is done.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("EVALCORE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = ROOT / "tests" / "e2e" / "artifacts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def chromium_available() -> bool:
+    return Path(CHROMIUM).exists() or shutil.which("chromium") is not None
+
+
+@contextmanager
+def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port with ``db`` as its database; yields its URL."""
+    port = free_port()
+    env = dict(os.environ, EVALCORE_DB=str(db))
+    env["EVALCORE_SAMPLE_DATA"] = str(samples) if samples is not None else str(db.parent / "no-samples")
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+        "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal",
+    ]  # fmt: skip
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(db.parent))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not start (exit {process.poll()}); see {log}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
+
+
+@contextmanager
+def browser() -> Iterator[Any]:
+    """A headless Debian Chromium driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chrome
+        finally:
+            chrome.close()
+
+
+def wait_idle(page: Any, timeout: float = 30_000) -> None:
+    """Wait until Streamlit has finished running the script (no 'running' indicator) and the page is still."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
+    page.wait_for_selector('[data-testid="stMain"] h1, [data-testid="stMain"] h3', timeout=timeout)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        timeout=timeout,
+    )
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
+        timeout=timeout,
+    )
+
+
+def shot(page: Any, name: str) -> Path:
+    """A full-page screenshot kept under tests/e2e/artifacts/ (git-ignored)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
