@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -105,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
 
     app = sub.add_parser("app", help="start the Streamlit review app")
     app.add_argument("--db", default=None, help=db_help)
+    app.add_argument("--port", type=int, default=8501, help="the port to serve on (default 8501)")
+    app.add_argument(
+        "--address", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; 0.0.0.0 to share)"
+    )
     return parser
 
 
@@ -156,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "score":
             return _score(args, err)
         if args.command == "app":
-            return _run_app(args.db)
+            return _run_app(args.db, port=args.port, address=args.address)
     except EvalcoreError as exc:
         print(f"evalcore: error: {exc}", file=err)
         return 2
@@ -266,12 +271,25 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     return 1 if any(s.failed for s in report.summaries) else 0
 
 
-def _run_app(db: str | None) -> int:
-    app = Path(__file__).resolve().parent.parent / "app.py"
+def app_path() -> Path:
+    """The app's entry script: ``app.py`` of the installed ``evalcore_app`` package, else of the checkout."""
+    spec = importlib.util.find_spec("evalcore_app")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / "app.py"
+        if candidate.is_file():
+            return candidate
+    return Path(__file__).resolve().parent.parent / "app.py"
+
+
+def _run_app(db: str | None, *, port: int = 8501, address: str = "127.0.0.1") -> int:
     env = dict(os.environ)
     if db:
-        env["EVALCORE_DB"] = db
-    command = [sys.executable, "-m", "streamlit", "run", str(app)]
+        env["EVALCORE_DB"] = os.path.abspath(db)
+    command = [
+        sys.executable, "-m", "streamlit", "run", str(app_path()),
+        "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",
+        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal",
+    ]  # fmt: skip
     return subprocess.call(command, env=env)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from sqlite_utils import Database, Migrations
 
 __all__ = ["SCHEMA_VERSION", "migrations"]
@@ -179,15 +181,32 @@ def review(db: Database) -> None:
     db.execute("ALTER TABLE datasets ADD COLUMN last_import_source TEXT")
     rows = db.execute("SELECT id, data, n_edits FROM sessions").fetchall()
     if rows:
-        # Sessions stored before this migration: ground truth from the file (edits are laid over below).
+        # Sessions stored before this migration: ground truth from the file with the reviewers' edits laid
+        # over it, as the store loads them (an edit may have cleared a field, or set only a qa_id).
         from evalcore.schema import Session
+        from evalcore.store.records import Edit
+        from evalcore.store.store import _apply, _loads
 
-        flags = [(int(Session.model_validate_json(data).has_ground_truth()), pk) for pk, data, _ in rows]
+        flags, renamed = [], []
+        for pk, data, n_edits in rows:
+            session = Session.model_validate_json(data)
+            if '"turns":' in data:
+                # Stored under the old name of turn_truth: stored (and hashed) again as an import now does,
+                # so that importing the same file again finds the session unchanged.
+                fresh = session.model_dump_json(exclude={"provenance"}, exclude_defaults=True)
+                if fresh != data:
+                    renamed.append((fresh, hashlib.sha256(fresh.encode()).hexdigest(), pk))
+            if n_edits:
+                edits = db.execute(
+                    "SELECT id, session_pk, turn, field, old, new, author, at, reason, version FROM edits "
+                    "WHERE session_pk = ? ORDER BY id",
+                    [pk],
+                ).fetchall()
+                laid = [Edit(e[0], e[1], e[2], e[3], _loads(e[4]), _loads(e[5]), e[6], e[7], e[8], e[9]) for e in edits]
+                session = _apply(session, laid)
+            flags.append((int(session.has_ground_truth()), pk))
         db.conn.executemany("UPDATE sessions SET has_truth = ? WHERE id = ?", flags)
-        db.execute(
-            "UPDATE sessions SET has_truth = 1 WHERE id IN (SELECT DISTINCT session_pk FROM edits "
-            "WHERE field NOT IN ('conversation', 'status', 'tags') AND new IS NOT NULL AND new != 'null')"
-        )
+        db.conn.executemany("UPDATE sessions SET data = ?, content_hash = ? WHERE id = ?", renamed)
         db.execute(
             "UPDATE datasets SET last_import_at = "
             "(SELECT max(created_at) FROM sessions s WHERE s.dataset_id = datasets.id)"

@@ -1,0 +1,225 @@
+"""Background imports and scoring runs on real SQLite files, their progress seen through the jobs
+table from other Store objects; and the sample data loaded once per database."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLE_DATA
+
+from evalcore.background import start_import, start_scoring, wait_for
+from evalcore.errors import NotFoundError
+from evalcore.overview import sample_files
+from evalcore.samples import SAMPLE_METRICS, ensure_samples, load_samples, sample_dataset_name
+from evalcore.store import Store
+from evalcore.store.datasets import delete_dataset, overviews
+from evalcore.store.jobs import STALLED_AFTER, Jobs
+from evalcore.store.queries import browse
+from evalcore.store.runs import Runs
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(tmp_path / "evalcore.db") as s:
+        yield s
+
+
+def _ragas(i: int) -> dict[str, Any]:
+    return {
+        "user_input": [
+            {"content": f"Is order {i} shipped?", "type": "human"},
+            {"content": "", "type": "ai", "tool_calls": [{"name": "get_order", "args": {"id": i}}]},
+            {"content": '{"status": "shipped"}', "type": "tool"},
+            {"content": f"Yes, order {i} shipped yesterday.", "type": "ai"},
+        ],
+        "reference": f"Order {i} shipped.",
+    }
+
+
+def _jsonl(rows: list[dict[str, Any]], *, bad_at: int | None = None) -> bytes:
+    lines = [json.dumps(r) for r in rows]
+    if bad_at is not None:
+        lines.insert(bad_at - 1, "{not json")  # becomes line ``bad_at``
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_path: Path) -> None:
+    n = 6000
+    data = _jsonl([_ragas(i) for i in range(n)], bad_at=3001)
+    other = Store(store.path)  # another browser tab (or process) on the same file
+    try:
+        job_id = start_import(store, data, "uploads/x.jsonl", "ds", author="ann")
+        seen = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            job = Jobs(other).get(job_id)
+            seen.append(job)
+            if job.status != "running":
+                break
+            time.sleep(0.002)
+        job = wait_for(store, job_id)
+        assert job.status == "done" and job.error is None, job.error
+        assert (job.kind, job.dataset, job.label, job.author, job.unit) == (
+            "import",
+            "ds",
+            "import uploads/x.jsonl",
+            "ann",
+            "bytes",
+        )
+        assert job.done == job.total == len(data) and job.fraction == 1.0 and job.finished_at
+        assert job.started_at <= job.updated_at == job.finished_at
+        assert not job.stalled and not job.active
+        result = job.result
+        assert result is not None
+        assert (result["new"], result["updated"], result["unchanged"], result["failed"]) == (n, 0, 0, 1)
+        assert result["format"] == "ragas" and result["dataset"] == "ds"
+        assert [(p["file"], p["line"], p["level"]) for p in result["problems"]] == [("x.jsonl", 3001, "error")]
+        assert "JSON" in result["problems"][0]["message"]
+
+        # Progress was written while the work ran, and read by the other store.
+        running = [j for j in seen if j.status == "running"]
+        assert running, "the job was never seen running"
+        assert all(j.total == len(data) for j in seen)
+        dones = [j.done for j in seen]
+        assert dones == sorted(dones)  # never goes back
+        partial = [j for j in running if 0 < j.done < j.total]
+        if not partial:  # a machine fast enough to finish between two polls: the job was still updated
+            assert len({j.updated_at for j in seen}) > 1
+        else:
+            assert 0 < partial[0].fraction < 1 and partial[0].active
+
+        assert Jobs(other).get(job_id) == job
+        assert [j.id for j in Jobs(other).recent("ds")] == [job_id] and Jobs(other).active() == []
+        assert other.dataset("ds").sessions == n
+        (overview,) = overviews(other)
+        assert overview.last_import_source == "x.jsonl"
+
+        again = wait_for(store, start_import(store, data, "x.jsonl", "ds", author="bob"))
+        assert again.status == "done" and again.result is not None
+        assert (again.result["new"], again.result["unchanged"], again.result["failed"]) == (0, n, 1)
+        assert [j.id for j in Jobs(store).recent("ds")] == [again.id, job_id]
+    finally:
+        other.close()
+
+
+def test_a_job_whose_work_fails_ends_as_failed(store: Store) -> None:
+    data = _jsonl([_ragas(0)])
+    job_id = start_import(store, data, "x.jsonl", "ds", fmt="nope", author="ann")  # does not raise
+    job = wait_for(store, job_id)
+    assert job.status == "failed" and job.result is None and job.finished_at
+    assert job.error is not None and "nope" in job.error and "unexpected" not in job.error
+    assert not job.active and not job.stalled and job.fraction == 0.0
+    with Store(store.path) as other:
+        assert Jobs(other).get(job_id).status == "failed"
+        assert Jobs(other).active("ds") == []
+    assert browse(store, "ds").total == 0
+
+    job = wait_for(store, start_scoring(store, "nowhere", ["tool_call_count"]))
+    assert job.status == "failed" and "nowhere" in (job.error or "")
+    job = wait_for(store, start_scoring(store, "ds", ["no_such_metric"]))
+    assert job.status == "failed" and "no_such_metric" in (job.error or "")
+    with pytest.raises(NotFoundError):
+        wait_for(store, 999_999)
+
+
+def test_a_background_scoring_run(store: Store) -> None:
+    wait_for(store, start_import(store, _jsonl([_ragas(i) for i in range(30)]), "x.jsonl", "ds"))
+    job_id = start_scoring(store, "ds", ["tool_call_count"], author="ann")
+    job = wait_for(store, job_id)
+    assert job.status == "done", job.error
+    assert (job.kind, job.label, job.unit, job.author) == ("score", "score tool_call_count", "items", "ann")
+    assert job.done == job.total == 30
+    (run,) = Runs(store).recent("ds")
+    assert job.result is not None and job.result["run"] == run.id
+    assert job.result["sessions"] == 30 and job.result["skipped"] == 0 and len(job.result["summaries"]) == 1
+    assert run.status == "done" and run.metrics == ["tool_call_count"] and run.n_done == 30
+    assert set(Runs(store).latest_values(store.pks("ds"))[store.pks("ds")[0]].values()) == {1.0}
+    # A finished run is not resumed: scoring again makes a run of its own, named in the result.
+    again = wait_for(store, start_scoring(store, "ds", ["tool_call_count"], new_run=True))
+    assert again.status == "done" and again.result is not None
+    assert again.result["run"] == Runs(store).recent("ds")[0].id != run.id and again.result["skipped"] == 0
+
+
+def test_a_running_job_that_stopped_reporting_is_stalled(store: Store) -> None:
+    jobs = Jobs(store)
+    quiet = jobs.create("import", "ds", "import a.jsonl", author="ann", total=100, unit="bytes")
+    busy = jobs.create("score", "ds", "score x", author="ann", unit="items")
+    ended = jobs.create("score", "other", "score y", author=None, unit="items")
+    jobs.progress(quiet, 40, 100)
+    jobs.finish(ended, {"run": 1})
+    assert jobs.get(quiet).fraction == 0.4 and jobs.get(busy).fraction == 0.0
+    assert [j.id for j in jobs.active()] == [busy, quiet] and [j.id for j in jobs.active("other")] == []
+    old = (datetime.now(UTC) - STALLED_AFTER - timedelta(seconds=30)).isoformat(timespec="microseconds")
+    conn = sqlite3.connect(store.path)
+    conn.execute("UPDATE jobs SET updated_at = ? WHERE id IN (?, ?)", [old, quiet, ended])
+    conn.commit()
+    conn.close()
+    assert jobs.get(quiet).stalled and not jobs.get(quiet).active and jobs.get(quiet).status == "running"
+    assert not jobs.get(busy).stalled and jobs.get(busy).active
+    assert not jobs.get(ended).stalled and jobs.get(ended).fraction == 1.0  # a finished job never stalls
+    assert [j.id for j in jobs.active()] == [busy] and [j.id for j in jobs.active("ds")] == [busy]
+    jobs.progress(quiet, 50, 100)  # it reports again: no longer stalled
+    assert not jobs.get(quiet).stalled
+    jobs.fail(busy, "stopped", {"done": 3})
+    failed = jobs.get(busy)
+    assert (failed.status, failed.error, failed.result) == ("failed", "stopped", {"done": 3})
+    with pytest.raises(NotFoundError):
+        jobs.get(999_999)
+
+
+# -- the sample data ------------------------------------------------------------------------
+
+
+def test_ensure_samples_loads_every_sample_file_once(store: Store) -> None:
+    files = sample_files(SAMPLE_DATA)
+    assert files
+    loads = ensure_samples(store, SAMPLE_DATA)
+    names = [sample_dataset_name(p) for p in files]
+    assert [load.dataset for load in loads] == names and all(n.startswith("sample-") for n in names)
+    assert sample_dataset_name("x/gaussia_stream.jsonl") == "sample-gaussia-stream"
+    assert store.dataset_names() == sorted(names)
+    for load in loads:
+        assert load.scored and load.report.failed == 0 and load.report.new > 0
+        assert store.dataset(load.dataset).sessions == load.report.new
+        (run,) = Runs(store).recent(load.dataset)
+        assert run.status == "done" and set(run.metrics) == set(SAMPLE_METRICS)
+        assert run.n_items == load.report.new * len(SAMPLE_METRICS)
+    assert store.meta("samples_loaded") == ",".join(names)
+
+    runs = len(Runs(store).recent())
+    assert ensure_samples(store, SAMPLE_DATA) == []  # done once per database
+    with Store(store.path) as other:  # also from a fresh start of the app
+        assert ensure_samples(other, SAMPLE_DATA) == []
+    assert len(Runs(store).recent()) == runs
+    # A sample dataset the reviewer deleted does not come back.
+    delete_dataset(store, names[0], confirm=names[0])
+    assert ensure_samples(store, SAMPLE_DATA) == [] and names[0] not in store.dataset_names()
+
+
+def test_load_samples_is_idempotent_and_scores_once(store: Store) -> None:
+    first = load_samples(store, SAMPLE_DATA)
+    counts = {d.name: d.sessions for d in store.datasets()}
+    runs = {load.dataset: [r.id for r in Runs(store).recent(load.dataset)] for load in first}
+    assert all(load.scored for load in first) and all(len(ids) == 1 for ids in runs.values())
+    assert store.meta("samples_loaded") is None  # only ensure_samples marks the database
+
+    second = load_samples(store, SAMPLE_DATA)
+    assert [load.dataset for load in second] == [load.dataset for load in first]
+    for before, after in zip(first, second, strict=True):
+        assert not after.scored
+        assert (after.report.new, after.report.updated, after.report.failed) == (0, 0, 0)
+        assert after.report.unchanged == before.report.new
+    assert {d.name: d.sessions for d in store.datasets()} == counts
+    assert {d: [r.id for r in Runs(store).recent(d)] for d in runs} == runs
+    assert all(store.get(pk).version == 1 for name in counts for pk in store.pks(name))
+
+    unscored = load_samples(store, SAMPLE_DATA, score=False)
+    assert not any(load.scored for load in unscored)
+    assert load_samples(store, SAMPLE_DATA.parent / "no-such-folder") == []
