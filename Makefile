@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest bench clean
+.PHONY: setup run test lint typecheck pytest browser bench clean
 
 setup: $(STAMP)
 
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: setup
-	EVALCORE_SAMPLE_DATA=$(CURDIR)/sample_data $(BIN)/streamlit run app.py
+	$(BIN)/evalcore app
+
+# The browser tests drive Debian's Chromium (Playwright cannot download a browser here).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && apt-get install -y -qq chromium; }
 
 lint: setup
 	$(BIN)/ruff check .
@@ -24,7 +29,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+pytest: setup browser
 	$(BIN)/pytest
 
 test: lint typecheck pytest
@@ -33,6 +38,7 @@ bench: setup
 	$(BIN)/python tests/bench/bench_formats.py
 	$(BIN)/python tests/bench/bench_store.py
 	$(BIN)/python tests/bench/bench_metrics.py
+	$(BIN)/python tests/bench/bench_app.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages import _shared
 
+_shared.frame_first()
 st.set_page_config(page_title="evalcore", page_icon=":material/rate_review:", layout="wide")
 # Denser than Streamlit's default: less empty space above each page's title.
 st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}</style>")

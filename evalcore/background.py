@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalcoreError
@@ -45,7 +46,11 @@ class _Reporter:
 
 def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[str, Any]]) -> int:
     def run() -> None:
-        store = Store(db_path)
+        try:
+            store = Store(db_path)
+        except EvalcoreError as exc:  # the database went away: nowhere to report but the log
+            log.error("job #%d could not open %s: %s", job_id, db_path, exc)
+            return
         jobs = Jobs(store)
         try:
             result = work(store, _Reporter(jobs, job_id))
@@ -78,7 +83,8 @@ def start_import(
     store: Store, data: bytes, name: str, dataset: str, *, fmt: str | None = None, author: str | None = None
 ) -> int:
     """Import the bytes of an uploaded file called ``name`` into ``dataset`` on a worker thread; returns the job id."""
-    job_id = Jobs(store).create("import", dataset, f"import {name}", author=author, total=len(data), unit="bytes")
+    label = f"import {Path(name).name or 'upload'}"
+    job_id = Jobs(store).create("import", dataset, label, author=author, total=len(data), unit="bytes")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         result = import_stream(worker, io.BytesIO(data), name, dataset, fmt=fmt, size=len(data), on_progress=report)

@@ -11,6 +11,8 @@ from evalcore.store.datasets import delete_dataset, rename_dataset
 from evalcore.store.jobs import Jobs
 from pages import _shared
 
+_shared.frame_first()
+
 store = _shared.store()
 st.title("Datasets")
 
@@ -81,7 +83,10 @@ with left:
             store, upload.getvalue(), upload.name, dataset_name,
             fmt=None if fmt == "detect" else fmt, author=_shared.reviewer(),
         )  # fmt: skip
-        st.session_state["dataset"] = dataset_name
+        # The sidebar's widget owns session_state["dataset"] by now: switch through the deep link, which
+        # the frame reads before making it (the dataset is made here so the link finds it at once).
+        store.dataset(dataset_name, create=True)
+        st.query_params["dataset"] = dataset_name
         st.rerun()
     running = st.session_state.get("import_job")
     if running is not None:
@@ -112,7 +117,7 @@ with right:
             renamed = st.text_input("Rename to", value=current, key="rename_to")
             if st.form_submit_button("Rename"):
                 with _shared.saving("The new name"):
-                    st.session_state["dataset"] = rename_dataset(store, current, renamed)
+                    st.query_params["dataset"] = rename_dataset(store, current, renamed)
                     st.rerun()
         with st.popover("Delete…", icon=":material/delete:"):
             size = next((r["sessions"] for r in rows if r["dataset"] == current), 0)
@@ -123,6 +128,6 @@ with right:
             if st.button("Delete for good", type="primary", disabled=typed != current, key="delete"):
                 with _shared.saving("The deletion"):
                     n = delete_dataset(store, current, confirm=typed)
-                    st.session_state["dataset"] = None
+                    st.query_params.pop("dataset", None)
                     st.toast(f"Deleted {current} ({n} sessions).")
                     st.rerun()

@@ -29,6 +29,8 @@ from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict, verdicts
 from pages import _shared
 from pages._transcript import render_items, render_turn
 
+_shared.frame_first()
+
 TURNS_PER_PAGE = 4
 SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
 
@@ -151,42 +153,45 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     with st.popover("Shortcuts", icon=":material/keyboard:", help="Keyboard shortcuts (?)"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
 
-if author is None:
-    st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
-notice = st.session_state.pop("review_notice", None)
-if notice is not None:
-    (st.success if notice[0] == "success" else st.error)(notice[1])
-    if notice[0] == "success":
-        st.toast(notice[1], icon=":material/check:")
+# Every message above the columns sits in one container that is always there: a message coming or going
+# must not move what follows, or Streamlit would remount it (an open turn editor would snap shut).
+with st.container():
+    if author is None:
+        st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+    notice = st.session_state.pop("review_notice", None)
+    if notice is not None:
+        (st.success if notice[0] == "success" else st.error)(notice[1])
+        if notice[0] == "success":
+            st.toast(notice[1], icon=":material/check:")
 
-conflict = st.session_state.get("review_conflict")
-if conflict is not None:
-    with st.container(border=True):
-        st.error(f"{conflict['what']} was not saved. {conflict['message']}", icon=":material/sync_problem:")
-        c1, c2, _ = st.columns([2, 3, 5])
-        if c1.button("Take theirs", key="take_theirs", help="Drop your change and show the session as it is now"):
-            st.session_state.pop("review_conflict")
+    conflict = st.session_state.get("review_conflict")
+    if conflict is not None:
+        with st.container(border=True):
+            st.error(f"{conflict['what']} was not saved. {conflict['message']}", icon=":material/sync_problem:")
+            c1, c2, _ = st.columns([2, 3, 5])
+            if c1.button("Take theirs", key="take_theirs", help="Drop your change and show the session as it is now"):
+                st.session_state.pop("review_conflict")
+                rebase(reset=True)
+                st.rerun()
+            if c2.button("Re-apply mine on top", key="reapply", type="primary",
+                         help="Save your change over the current version (their other changes stay)"):  # fmt: skip
+                st.session_state.pop("review_conflict")
+                rebase(reset=False)
+                if save(conflict["groups"], conflict["what"]):
+                    base["epoch"] += 1
+                st.rerun()
+    elif stored.version > base["version"]:
+        newer = [e for e in store.history(pk) if e.version > base["version"]]
+        who = ", ".join(sorted({e.author for e in newer})) or "someone"
+        st.warning(
+            f"{literal_markdown(who)} changed this session since you opened it "
+            f"({', '.join(sorted({e.where for e in newer}))}). Your forms show version {base['version']}; "
+            "saving them will ask whether to keep their changes.",
+            icon=":material/sync_problem:",
+        )
+        if st.button("Load their version", key="load_theirs"):
             rebase(reset=True)
             st.rerun()
-        if c2.button("Re-apply mine on top", key="reapply", type="primary",
-                     help="Save your change over the current version (their other changes stay)"):  # fmt: skip
-            st.session_state.pop("review_conflict")
-            rebase(reset=False)
-            if save(conflict["groups"], conflict["what"]):
-                base["epoch"] += 1
-            st.rerun()
-elif stored.version > base["version"]:
-    newer = [e for e in store.history(pk) if e.version > base["version"]]
-    who = ", ".join(sorted({e.author for e in newer})) or "someone"
-    st.warning(
-        f"{literal_markdown(who)} changed this session since you opened it "
-        f"({', '.join(sorted({e.where for e in newer}))}). Your forms show version {base['version']}; "
-        "saving them will ask whether to keep their changes.",
-        icon=":material/sync_problem:",
-    )
-    if st.button("Load their version", key="load_theirs"):
-        rebase(reset=True)
-        st.rerun()
 
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]

@@ -11,6 +11,8 @@ from evalcore.store.queries import SORTS, SessionFilter, facets
 from evalcore.store.runs import Runs
 from pages import _shared
 
+_shared.frame_first()
+
 store = _shared.store()
 dataset = _shared.dataset()
 st.title("Sessions")

@@ -1,0 +1,171 @@
+"""How fast the app's pages are, as a reviewer feels them.
+
+- Review of one long session (300 messages, 40 tool calls): the server's run time of the page
+  (Streamlit's AppTest runs the real script), on first load and after an edit;
+- Sessions on a dataset of 100,000 sessions (the real ragas lines of ``tests/data`` cycled, each
+  made distinct, scored with one metric so the table has a score column): first load and after
+  an edit;
+- the browser's time from navigation to an interactive Review page (headless Chromium against
+  ``streamlit run`` on 127.0.0.1).
+
+Targets (issue "review app, part 1"): Review under 300 ms (goal 150 ms), Sessions under 500 ms
+(goal 200 ms), browser under 2 s. There is no peer for a page's time, so the table prints each
+figure against its target. Run it with ``make bench`` or ``.venv/bin/python tests/bench/bench_app.py``
+(``--sessions N`` for a smaller dataset).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent))
+
+from _common import ROOT, build_ragas_file  # noqa: E402
+from app_server import browser, streamlit_server, wait_idle  # noqa: E402
+
+from evalcore.scoring import score_dataset  # noqa: E402
+from evalcore.store import Store, import_file  # noqa: E402
+
+
+def long_session() -> dict[str, object]:
+    """One evalcore session of 300 messages with 40 tool calls: 20 turns with two calls, 100 without."""
+    messages: list[dict[str, object]] = [{"role": "system", "content": "You are a support agent. " * 40}]
+    calls = 0
+    turn = 0
+    while len(messages) < 299:
+        turn += 1
+        messages.append({"role": "user", "content": f"Question {turn}: where is order {turn}? " + "Details. " * 20})
+        if calls < 40:
+            pair = [
+                {"id": f"c{turn}-{k}", "name": "get_order", "args": {"order_id": turn, "part": k, "fields": ["a", "b"]}}
+                for k in range(2)
+            ]
+            messages.append({"role": "assistant", "content": "", "tool_calls": pair})
+            for call in pair:
+                result = {"order": turn, "status": "shipped", "items": [{"sku": i, "qty": 1} for i in range(8)]}
+                messages.append(
+                    {"role": "tool", "tool_call_id": call["id"], "name": "get_order", "content": json.dumps(result)}
+                )
+            calls += 2
+        messages.append({"role": "assistant", "content": f"Order {turn} has shipped. " + "More words here. " * 15})
+    return {"session_id": "long-1", "messages": messages[:300], "reference": "Order 1 has shipped."}
+
+
+def median_ms(run: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Median and best of ``repeat`` timings, in milliseconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times)
+
+
+def apptest(page: str, db: Path, **params: str) -> object:
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["EVALCORE_DB"] = str(db)
+    os.environ["EVALCORE_SAMPLE_DATA"] = str(db.parent / "no-samples")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["reviewer"] = "bench"
+    at.query_params.update(params)
+    at.run()  # the frame's first run (it opens the store); then the page
+    at.switch_page(str(ROOT / "pages" / page))
+    return at
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    rows: list[tuple[str, float, float, float, float]] = []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        db = tmp / "bench.db"
+        print(f"building {args.sessions:,} sessions and one long session...", flush=True)
+        source = tmp / "big.jsonl"
+        build_ragas_file(source, args.sessions)
+        store = Store(db)
+        import_file(store, source, "big")
+        score_dataset(store, "big", ["tool_call_count"])
+        (tmp / "long.jsonl").write_text(json.dumps(long_session()) + "\n")
+        report = import_file(store, tmp / "long.jsonl", "long", fmt="evalcore")
+        assert report.new == 1, report
+        long_pk = store.find_ref("long", "long-1")
+        big_pk = store.pks("big")[1]
+
+        # Review: the server's run time of the page, first load (after the frame's warm-up) and after an edit.
+        at = apptest("review.py", db, dataset="long", session="long-1")
+        start = time.perf_counter()
+        at.run()  # type: ignore[attr-defined]
+        first = (time.perf_counter() - start) * 1000
+        assert not at.exception, at.exception  # type: ignore[attr-defined]
+        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
+        rows.append(("Review, 300 messages / 40 calls: first run", first, first, 300, 150))
+        rows.append(("Review: rerun", again, best, 300, 150))
+        version = store.get(long_pk).version
+
+        def edit_then_run() -> None:
+            nonlocal version
+            version = store.save(long_pk, {"reference": f"Order 1 shipped ({time.time()})."}, base_version=version,
+                                 author="bench")  # fmt: skip
+            at.run()  # type: ignore[attr-defined]
+
+        edited, best = median_ms(edit_then_run, args.repeat)
+        rows.append(("Review: after an edit", edited, best, 300, 150))
+
+        # Sessions on the big dataset.
+        at = apptest("sessions.py", db, dataset="big")
+        start = time.perf_counter()
+        at.run()  # type: ignore[attr-defined]
+        first = (time.perf_counter() - start) * 1000
+        assert not at.exception, at.exception  # type: ignore[attr-defined]
+        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
+        rows.append((f"Sessions, {args.sessions:,} sessions: first run", first, first, 500, 200))
+        rows.append(("Sessions: rerun", again, best, 500, 200))
+        big_version = store.get(big_pk).version
+
+        def edit_big_then_run() -> None:
+            nonlocal big_version
+            big_version = store.save(big_pk, {"tags": [f"t{time.time()}"]}, base_version=big_version, author="bench")
+            at.run()  # type: ignore[attr-defined]
+
+        edited, best = median_ms(edit_big_then_run, args.repeat)
+        rows.append(("Sessions: after an edit", edited, best, 500, 200))
+        store.close()
+
+        # The browser: from navigation to an interactive Review page.
+        with streamlit_server(db, log=tmp / "server.log") as url, browser() as chrome:
+            times = []
+            for _ in range(max(3, args.repeat)):
+                context = chrome.new_context(viewport={"width": 1400, "height": 1000})
+                page = context.new_page()
+                start = time.perf_counter()
+                page.goto(f"{url}/review?dataset=long&session=long-1")
+                wait_idle(page)
+                page.get_by_role("button", name="Approve & next").wait_for(state="visible")
+                times.append((time.perf_counter() - start) * 1000)
+                context.close()
+        rows.append(("Browser: navigation to interactive Review", statistics.median(times), min(times), 2000, 1000))
+
+    print()
+    print(f"{'measure':<48} {'median ms':>10} {'best ms':>9} {'target':>8} {'goal':>6}  verdict")
+    for label, median, best, target, goal in rows:
+        verdict = "GOAL" if median <= goal else "PASS" if median <= target else "MISS"
+        print(f"{label:<48} {median:>10.1f} {best:>9.1f} {target:>8} {goal:>6}  {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
