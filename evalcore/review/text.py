@@ -1,0 +1,134 @@
+"""Markdown that shows text as it is: for putting conversation text into ``st.markdown`` safely.
+
+Conversation text is data, not markup. Rendered as Markdown, an answer holding
+``![x](http://host/a.png)`` would load an image, ``$x$`` would switch on LaTeX,
+``:red[...]`` would colour text and ``<img onerror=...>`` is HTML. :func:`literal_markdown`
+turns any text into Markdown that Streamlit shows character for character and that loads
+nothing; :func:`code_span` does the same for a short name shown as inline code.
+
+How, and why each step is needed (Streamlit 1.67's Markdown pipeline: react-markdown with
+GFM, directives, KaTeX and its own plugins):
+
+- every ASCII punctuation character is backslash-escaped (CommonMark lets any of them be
+  escaped, and an escaped character is never markup): links, images, emphasis, code,
+  headings, lists, tables, block quotes, HTML, autolinks, ``$`` (LaTeX is never switched on:
+  Streamlit ignores ``\\$`` when it decides whether to load KaTeX), ``~`` (strikethrough);
+- ``:`` is written as the character reference ``&#58;`` instead of ``\\:``: the text then
+  holds no colon at all, so no directive (``:red[...]``, ``:material/...:``) starts in it and
+  Streamlit's check for emoji shortcodes (made on the raw source, before parsing) never
+  fires, even when the text is put next to other Markdown;
+- some rewrites work on *parsed* text, after escapes are undone: GFM's autolink literals
+  (``http://...``, ``https://...``, ``www.x...``, ``a@b.c`` become links), and Streamlit's
+  ``:streamlit:`` (its logo), ``:material_name:`` (an icon) and typographic pairs ``->``,
+  ``<-``, ``<->``, ``--``, ``>=``, ``<=``, ``~=`` standing between spaces (arrows, dashes).
+  Escaping cannot stop these, so an invisible WORD JOINER (U+2060) is put inside each such
+  pattern, and only there (``http\u2060://``, ``www\u2060.``, ``@\u2060``). Copying the
+  rendered text keeps that invisible character;
+- a newline becomes a hard break (``"  \\n"``); a blank line becomes a line holding a
+  non-breaking space, so runs of blank lines are kept instead of ending the paragraph;
+- spaces and tabs at the start of a line become non-breaking spaces (four for a tab), so
+  indentation shows and never makes an indented code block; inside a line, the second and
+  later spaces of a run become non-breaking spaces, so runs of spaces show too.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+
+__all__ = ["WORD_JOINER", "code_span", "escape_inline", "literal_markdown"]
+
+#: The invisible character put inside patterns Streamlit would rewrite after parsing.
+WORD_JOINER = "\u2060"
+
+_NBSP = "&nbsp;"
+
+# Every ASCII punctuation character escaped; the colon as a character reference (see above).
+_ESCAPES = str.maketrans({c: "\\" + c for c in string.punctuation} | {":": "&#58;"})
+
+# Streamlit's typographic replacements apply to these pairs between whitespace (or a text's ends).
+_TYPOGRAPHY = re.compile(r"(?:(?<=[\s\ufeff])|^)(?:<->|->|<-|--|>=|<=|~=)(?=[\s\ufeff]|$)")
+# ``:streamlit:`` and ``:material_icon:`` are replaced in parsed text.
+_SHORTCODES = re.compile(r":(?=streamlit:|material_[A-Za-z0-9_]+:)")
+# GFM's autolink literals are made in parsed text too: http(s)://..., www.x..., a@b.c.
+_AUTOLINKS = re.compile(r"https?(?=://)|www(?=\.)|(?<=[-.\w+])@(?=[-\w])", re.I | re.A)
+# In a code span (no escapes possible): what Streamlit would rewrite in the raw source (emoji
+# shortcodes, ``:material/`` icons).
+_CODE_SHORTCODES = re.compile(r":(?=material/|[A-Za-z0-9_+-]+:)")
+
+_LEADING = re.compile(r"[ \t]+")
+_SPACE_RUN = re.compile(r"  +")
+
+
+def _guard(text: str) -> str:
+    """Put a word joiner inside every pattern Streamlit rewrites after parsing."""
+    if ":" in text:
+        text = _SHORTCODES.sub(":" + WORD_JOINER, text)
+    if "://" in text or "@" in text or "." in text:
+        text = _AUTOLINKS.sub(_join_autolink, text)
+    if any(c in text for c in "-<>~"):
+        text = _TYPOGRAPHY.sub(lambda m: m.group()[0] + WORD_JOINER + m.group()[1:], text)
+    return text
+
+
+def _join_autolink(match: re.Match[str]) -> str:
+    return match.group() + WORD_JOINER  # "http\u2060://", "www\u2060.", "@\u2060"
+
+
+def _spaces(line: str, line_start: bool) -> str:
+    """Leading spaces and tabs (at a line's start), and runs of spaces, as non-breaking spaces."""
+    lead = _LEADING.match(line) if line_start else None
+    if lead:
+        indent = lead.group().replace("\t", "    ")
+        line = _NBSP * len(indent) + line[lead.end() :]
+    if "  " in line:
+        line = _SPACE_RUN.sub(lambda m: " " + _NBSP * (len(m.group()) - 1), line)
+    return line
+
+
+def escape_inline(text: str, *, line_start: bool = True) -> str:
+    """One line of text (no line break in it) as Markdown that shows it literally.
+
+    The building block of :func:`literal_markdown`, for code that lays out its own lines.
+    ``line_start``: the text starts a line, so its leading whitespace is made non-breaking
+    (else a single leading space stays a plain space).
+    """
+    return _spaces(_guard(text).translate(_ESCAPES), line_start)
+
+
+def literal_markdown(text: str) -> str:
+    """``text`` as Markdown that ``st.markdown`` shows literally and that loads nothing.
+
+    Line breaks are kept as hard breaks and blank lines are kept; a single newline at the
+    very end adds no blank line. See the module's docstring for every step.
+    """
+    if not text:
+        return ""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = [escape_inline(line) or _NBSP for line in text.split("\n")]
+    if text.endswith("\n"):
+        lines[-1] = ""  # the break before it already ends the last line
+    return "  \n".join(lines)
+
+
+def code_span(text: str) -> str:
+    """``text`` (a tool name, a call id) as an inline code span that nothing can break out of.
+
+    The fence is one backtick longer than the longest run of backticks in the text, and the
+    text is padded with a space on each side (CommonMark strips one from each side again),
+    so text that starts or ends with a backtick is safe too. Line breaks become spaces (a
+    code span cannot hold a blank line). Inside a code span nothing can be escaped, so
+    Streamlit's rewrites of the raw source (``:material/icon:``, emoji shortcodes like
+    ``:smile:``) are stopped with a word joiner after the colon. Meant for a paragraph,
+    not for a table cell. (Text like ``$a$`` inside a span that also holds backticks can make
+    Streamlit load its own KaTeX script; the span still shows as code, nothing else loads.)
+    """
+    text = text.replace("\r\n", " ").replace("\r", " ").replace("\n", " ")
+    if ":" in text:
+        text = _CODE_SHORTCODES.sub(":" + WORD_JOINER, text)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    if not text.strip(" "):
+        # Text of spaces only is shown as it is (CommonMark strips nothing from it).
+        return f"{fence}{text or ' '}{fence}"
+    return f"{fence} {text} {fence}"

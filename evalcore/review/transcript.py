@@ -1,0 +1,284 @@
+"""A session laid out for reading: turns, each with what followed the user and its ground truth.
+
+:func:`transcript` does all the work the Review page needs before it draws anything: it
+cuts the conversation into turns, pairs every tool call with its result (by call id, else
+in order, as :func:`~evalcore.schema.link_tool_results` does: over the whole conversation,
+so a result is never shown twice nor lost), pretty-prints arguments and JSON results, and
+flags long outputs so the page can fold them. The page then only renders.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, link_tool_results
+
+__all__ = [
+    "LONG_CHARS",
+    "LONG_LINES",
+    "CallView",
+    "Item",
+    "MessageView",
+    "TranscriptView",
+    "TurnView",
+    "is_long",
+    "pretty_json",
+    "transcript",
+    "turn_count",
+]
+
+#: Text with more lines than this is "long": the page shows it folded.
+LONG_LINES = 20
+#: Text with more characters than this is "long": the page shows it folded.
+LONG_CHARS = 1500
+
+# Content-block types that carry text (``Message.text`` joins them).
+_TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text", "refusal"})
+
+
+def is_long(text: str) -> bool:
+    """Whether ``text`` is long enough to be shown folded (> ``LONG_LINES`` lines or > ``LONG_CHARS`` characters)."""
+    return len(text) > LONG_CHARS or text.count("\n") >= LONG_LINES
+
+
+def pretty_json(value: Any) -> str:
+    """``value`` as JSON text: indented by 2, non-ASCII kept, keys in their given order."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _json_text(text: str) -> str | None:
+    """``text`` pretty-printed when it is a JSON object or array, else ``None``.
+
+    orjson parses and indents (C speed: results can be large); what it refuses (NaN, integers
+    beyond 64 bits) goes through the standard library instead.
+    """
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{" or stripped[-1] not in "]}":
+        return None
+    try:
+        return orjson.dumps(orjson.loads(stripped), option=orjson.OPT_INDENT_2).decode()
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return None
+    return pretty_json(value)
+
+
+@dataclass(frozen=True)
+class CallView:
+    """One tool call with its result right under it.
+
+    ``args_text`` is the arguments as indented JSON. ``result_text`` is the result's text,
+    pretty-printed when it is a JSON object or array (``result_is_json``); empty when the call
+    got no result (``result`` is ``None``).
+    """
+
+    call: ToolCall
+    name: str
+    id: str | None
+    args_text: str
+    args_is_long: bool
+    result: Message | None
+    result_text: str
+    result_is_json: bool
+    result_is_long: bool
+    kind: Literal["call"] = "call"
+
+    @property
+    def has_result(self) -> bool:
+        """Whether a tool message answered the call."""
+        return self.result is not None
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """A message shown on its own: an assistant message (its calls follow it as ``CallView``\\ s),
+    a system message inside the conversation, or a tool message no call claimed (``kind="tool"``).
+
+    ``extra_blocks`` are the content blocks that hold no text (images, files, ...), kept as given.
+    """
+
+    kind: Literal["assistant", "system", "tool"]
+    message: Message
+    text: str
+    reasoning: str | None
+    is_long: bool
+    extra_blocks: tuple[dict[str, Any], ...] = ()
+
+
+#: One entry of a turn or of the preamble, in conversation order; ``item.kind`` tells which
+#: (``"assistant"``, ``"system"``, ``"tool"``: a ``MessageView``; ``"call"``: a ``CallView``).
+Item = MessageView | CallView
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One turn: the user's message, what followed it in order, the final answer and the ground truth.
+
+    ``index`` is 0-based (``Session.turn_truth[index]`` is ``truth``).
+    """
+
+    index: int
+    user: Message
+    items: list[Item]
+    answer: str | None
+    truth: TurnTruth
+    n_tool_calls: int
+    n_missing_results: int
+
+    @property
+    def query(self) -> str:
+        """The user's text."""
+        return self.user.text
+
+    @property
+    def calls(self) -> list[CallView]:
+        """The turn's tool calls, in order."""
+        return [item for item in self.items if isinstance(item, CallView)]
+
+
+@dataclass(frozen=True)
+class TranscriptView:
+    """A whole session laid out for reading.
+
+    ``preamble`` is what came before the first user message (system prompt, a greeting, ...),
+    laid out like a turn's items. ``n_missing_results`` counts the calls no tool message answered.
+    """
+
+    preamble: list[Item]
+    turns: list[TurnView]
+    n_tool_calls: int
+    n_missing_results: int
+    retrieved_context: list[ContextChunk] | None = None
+    n_messages: int = 0
+    extra_truth: list[TurnTruth] = field(default_factory=list)
+
+    @property
+    def turn_count(self) -> int:
+        """The number of turns."""
+        return len(self.turns)
+
+    @property
+    def calls_lack_results(self) -> bool:
+        """Whether some tool call has no result."""
+        return self.n_missing_results > 0
+
+    def page(self, start: int, size: int) -> list[TurnView]:
+        """The turns ``start`` to ``start + size`` (0-based; clamped to the turns there are)."""
+        if size <= 0:
+            return []
+        start = max(0, start)
+        return self.turns[start : start + size]
+
+    def page_count(self, size: int) -> int:
+        """How many pages of ``size`` turns the session fills (at least 1)."""
+        if size <= 0:
+            return 1
+        return max(1, -(-len(self.turns) // size))
+
+
+def turn_count(session: Session) -> int:
+    """The number of turns of ``session`` (its user messages), without building the view."""
+    return session.n_turns()
+
+
+def _extra_blocks(message: Message) -> tuple[dict[str, Any], ...]:
+    content = message.content
+    if not isinstance(content, list):
+        return ()
+    # A block whose text ``Message.text`` shows is not extra (nor is an empty text block).
+    return tuple(b for b in content if not block_text([b]) and not _is_text_block(b))
+
+
+def _is_text_block(block: dict[str, Any]) -> bool:
+    return block.get("type", "text") in _TEXT_TYPES and isinstance(block.get("text", block.get("refusal")), str)
+
+
+def _message_view(message: Message, kind: Literal["assistant", "system", "tool"]) -> MessageView:
+    text = message.text
+    return MessageView(
+        kind=kind,
+        message=message,
+        text=text,
+        reasoning=message.reasoning or None,
+        is_long=is_long(text),
+        extra_blocks=_extra_blocks(message),
+    )
+
+
+def _call_view(call: ToolCall, result: Message | None) -> CallView:
+    args_text = pretty_json(call.args)
+    result_text = ""
+    pretty = None
+    if result is not None:
+        result_text = result.text
+        pretty = _json_text(result_text)
+        if pretty is not None:
+            result_text = pretty
+    return CallView(
+        call=call,
+        name=call.name,
+        id=call.id,
+        args_text=args_text,
+        args_is_long=is_long(args_text),
+        result=result,
+        result_text=result_text,
+        result_is_json=pretty is not None,
+        result_is_long=is_long(result_text),
+    )
+
+
+def _items(messages: list[Message], results: dict[int, Message | None], claimed: set[int]) -> list[Item]:
+    items: list[Item] = []
+    for message in messages:
+        role = message.role
+        if role == "assistant":
+            items.append(_message_view(message, "assistant"))
+            for call in message.calls:
+                items.append(_call_view(call, results.get(id(call))))
+        elif role == "tool":
+            if id(message) not in claimed:
+                items.append(_message_view(message, "tool"))
+        elif role == "system":
+            items.append(_message_view(message, "system"))
+        # (a user message always opens a turn: never one of these)
+    return items
+
+
+def transcript(session: Session) -> TranscriptView:
+    """Lay ``session`` out for reading: the preamble, then each turn with its calls paired to their results."""
+    pairs = link_tool_results(session.messages)
+    results: dict[int, Message | None] = {id(call): result for call, result in pairs}
+    claimed = {id(result) for _call, result in pairs if result is not None}
+    turns: list[TurnView] = []
+    for turn in session.turns():
+        items = _items(turn.messages[1:], results, claimed)
+        calls = [item for item in items if isinstance(item, CallView)]
+        turns.append(
+            TurnView(
+                index=turn.index,
+                user=turn.messages[0],
+                items=items,
+                answer=turn.answer,
+                truth=turn.truth,
+                n_tool_calls=len(calls),
+                n_missing_results=sum(1 for c in calls if c.result is None),
+            )
+        )
+    preamble = _items(session.preamble(), results, claimed)
+    missing = sum(1 for _call, result in pairs if result is None)
+    return TranscriptView(
+        preamble=preamble,
+        turns=turns,
+        n_tool_calls=len(pairs),
+        n_missing_results=missing,
+        retrieved_context=session.retrieved_context,
+        n_messages=len(session.messages),
+        extra_truth=list(session.turn_truth[len(turns) :]),
+    )
