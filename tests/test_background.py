@@ -69,7 +69,7 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
         assert (job.kind, job.dataset, job.label, job.author, job.unit) == (
             "import",
             "ds",
-            "import uploads/x.jsonl",
+            "import x.jsonl",  # the file name alone, as the sessions record it
             "ann",
             "bytes",
         )
