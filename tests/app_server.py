@@ -42,6 +42,21 @@ def chromium_available() -> bool:
     return Path(CHROMIUM).exists() or shutil.which("chromium") is not None
 
 
+def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path | None, seconds: float = 60) -> None:
+    """Wait until the streamlit server at ``url`` answers its health check (raises if it died or took too long)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"streamlit did not start (exit {process.poll()}); see {log}")
+        time.sleep(0.2)
+
+
 @contextmanager
 def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None = None) -> Iterator[str]:
     """``streamlit run app.py`` on a free loopback port with ``db`` as its database; yields its URL."""
@@ -58,17 +73,7 @@ def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None 
     process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(db.parent))
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not start (exit {process.poll()}); see {log}")
-            time.sleep(0.2)
+        wait_healthy(url, process, log)
         yield url
     finally:
         process.terminate()
@@ -94,6 +99,28 @@ def browser() -> Iterator[Any]:
             chrome.close()
 
 
+#: True once the script has finished and every element of the last run is shown: Streamlit marks the app
+#: with its script state and fades elements still waiting for a run's output (``data-stale``).
+_SETTLED = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.dataset.testScriptState === 'notRunning'
+        && app.dataset.testConnectionState === 'CONNECTED'
+        && !document.querySelector('[data-stale="true"]');
+}"""
+
+
+def settle(page: Any, timeout: float = 30_000) -> None:
+    """Wait until Streamlit is connected, no script runs and no element is stale, twice in a row.
+
+    A click starts its run a moment later, and a run can end in another (``st.rerun``); the second
+    look, 150 ms on, catches both. Elements can still appear after this (widgets are loaded on
+    demand): wait for what you mean to use with ``expect(...)``.
+    """
+    page.wait_for_function(_SETTLED, timeout=timeout)
+    page.wait_for_timeout(150)
+    page.wait_for_function(_SETTLED, timeout=timeout)
+
+
 def wait_idle(page: Any, timeout: float = 30_000) -> None:
     """Wait until Streamlit has finished running the script (no 'running' indicator) and the page is still."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout)
@@ -103,17 +130,28 @@ def wait_idle(page: Any, timeout: float = 30_000) -> None:
         " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
         timeout=timeout,
     )
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " || !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.includes('Running')",
-        timeout=timeout,
-    )
+    settle(page, timeout)
 
 
 def shot(page: Any, name: str) -> Path:
-    """A full-page screenshot kept under tests/e2e/artifacts/ (git-ignored)."""
+    """A screenshot of the whole page kept under tests/e2e/artifacts/ (git-ignored).
+
+    Streamlit scrolls its main area, not the document, so a "full page" screenshot would stop at
+    the window's bottom: the window is made as tall as the main area for the picture, then put back.
+    """
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    size = page.viewport_size
+    tall = page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 0; }"
+    )
+    if size is not None and tall > size["height"]:
+        page.set_viewport_size({"width": size["width"], "height": min(int(tall), 16_000)})
+        page.wait_for_timeout(250)  # grids are drawn on a canvas: let them paint the new rows
+        try:
+            page.screenshot(path=str(path), full_page=True)
+        finally:
+            page.set_viewport_size(size)
+    else:
+        page.screenshot(path=str(path), full_page=True)
     return path

@@ -7,11 +7,9 @@ import sqlite3
 import subprocess
 import sys
 import sysconfig
-import time
-import urllib.request
 from pathlib import Path
 
-from app_server import free_port
+from app_server import browser, free_port, wait_healthy, wait_idle
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,18 +59,7 @@ def test_evalcore_app_runs_from_an_installed_wheel(tmp_path: Path) -> None:
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert process.poll() is None, (tmp_path / "app.log").read_text()
-            assert time.monotonic() < deadline, "the app did not start"
-            time.sleep(0.2)
-        from app_server import browser, wait_idle
+        wait_healthy(f"http://127.0.0.1:{port}", process, tmp_path / "app.log")
 
         with browser() as chrome:
             page = chrome.new_page(viewport={"width": 1400, "height": 900})

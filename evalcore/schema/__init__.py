@@ -4,6 +4,7 @@ from evalcore.schema.message import Content, Message, Role, ToolCall, block_text
 from evalcore.schema.session import (
     SCHEMA_VERSION,
     STATUSES,
+    TRUTH_FIELDS,
     ContextChunk,
     Provenance,
     Session,
@@ -18,6 +19,7 @@ from evalcore.schema.validation import Problem, resolve_weights, validate_sessio
 __all__ = [
     "SCHEMA_VERSION",
     "STATUSES",
+    "TRUTH_FIELDS",
     "Content",
     "ContextChunk",
     "Message",

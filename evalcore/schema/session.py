@@ -11,6 +11,7 @@ from evalcore.schema.message import Message, ToolCall
 __all__ = [
     "SCHEMA_VERSION",
     "STATUSES",
+    "TRUTH_FIELDS",
     "ContextChunk",
     "Provenance",
     "Session",
@@ -142,7 +143,7 @@ class Session(BaseModel):
 
     def has_ground_truth(self) -> bool:
         """Whether a reviewer (or the file) gave the session any ground truth, for it or for a turn."""
-        if any(getattr(self, name) for name in _TRUTH_FIELDS):
+        if any(getattr(self, name) for name in TRUTH_FIELDS):
             return True
         return any(
             t.ground_truth or t.observation or t.weight is not None or t.expected_tool_usage for t in self.turn_truth
@@ -156,7 +157,8 @@ class Session(BaseModel):
         return self.turn_truth[-1].ground_truth if self.turn_truth and self.turn_truth[-1].ground_truth else None
 
 
-_TRUTH_FIELDS = (
+#: The session-level ground truth a reviewer edits (besides per-turn truth, status and tags).
+TRUTH_FIELDS = (
     "goal",
     "reference",
     "reference_tool_calls",

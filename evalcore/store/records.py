@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evalcore.schema import Session
+from evalcore.schema import TRUTH_FIELDS, Session
 
 __all__ = [
     "SESSION_FIELDS",
@@ -19,16 +19,7 @@ __all__ = [
 ]
 
 #: Session-level fields reviewers edit (besides ``status`` and ``tags``).
-SESSION_FIELDS = (
-    "goal",
-    "reference",
-    "reference_tool_calls",
-    "rubrics",
-    "reference_topics",
-    "expected_facts",
-    "guidelines",
-    "expected_retrieved_context",
-)
+SESSION_FIELDS = TRUTH_FIELDS
 #: Per-turn fields reviewers edit.
 TURN_FIELDS = ("qa_id", "ground_truth", "observation", "weight", "expected_tool_usage")
 
