@@ -28,18 +28,28 @@ _shared.PAGES.update(
 )
 navigation = st.navigation({"Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")]})
 
-# The current dataset: a deep link wins, then the last choice, then the first dataset.
+# The current dataset: a deep link wins, then the last choice, then the first dataset. The URL always
+# carries the current dataset, so only a link that differs from what the last run put there is new
+# (else the link would undo every choice made in the sidebar).
 wanted = st.query_params.get("dataset")
-if wanted in names and st.session_state.get("dataset") != wanted:
+if wanted in names and wanted != st.session_state.get("dataset_in_url"):
     st.session_state["dataset"] = wanted
 if st.session_state.get("dataset") not in names:
     st.session_state["dataset"] = names[0] if names else None
+
+
+def _dataset_changed() -> None:
+    """Another dataset: the session and turn in the URL belonged to the last one."""
+    for name in ("session", "turn"):
+        st.query_params.pop(name, None)
+
 
 with st.sidebar:
     st.selectbox(
         "Dataset",
         names,
         key="dataset",
+        on_change=_dataset_changed,
         placeholder="No dataset yet",
         help="Every page works on this dataset.",
         persist_state="session",
@@ -55,6 +65,7 @@ with st.sidebar:
 
 if st.session_state.get("dataset"):
     st.query_params["dataset"] = st.session_state["dataset"]
+st.session_state["dataset_in_url"] = st.session_state.get("dataset")
 
 try:
     navigation.run()

@@ -59,6 +59,4 @@ def sessions_table(
         row["last edit by"] = item.updated_by or ""
         row["updated"] = (item.updated_at or "")[:16].replace("T", " ")
         rows.append(row)
-    return SessionsTable(
-        page.total, rows, metrics, [item.pk for item in page.items], [item.ref for item in page.items]
-    )
+    return SessionsTable(page.total, rows, metrics, [item.pk for item in page.items], [item.ref for item in page.items])

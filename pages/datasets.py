@@ -69,7 +69,10 @@ with left:
     new_name = ""
     if target == "+ new dataset":
         default = upload.name.rsplit(".", 1)[0] if upload is not None else ""
-        new_name = c2.text_input("New dataset's name", value=default, key="import_new_name")
+        # A widget keeps its first value: offer the file's name afresh whenever another file is chosen.
+        if "import_new_name" not in st.session_state or st.session_state.get("import_new_name_for") != default:
+            st.session_state.update(import_new_name=default, import_new_name_for=default)
+        new_name = c2.text_input("New dataset's name", key="import_new_name")
     fmt = st.selectbox(
         "Format",
         ["detect", *(f.name for f in formats())],
@@ -113,8 +116,10 @@ with right:
     current = _shared.dataset()
     if current:
         st.subheader(f"Manage {current}")
+        if "rename_to" not in st.session_state or st.session_state.get("rename_to_for") != current:
+            st.session_state.update(rename_to=current, rename_to_for=current)  # this dataset's name, not the last
         with st.form("rename", border=False):
-            renamed = st.text_input("Rename to", value=current, key="rename_to")
+            renamed = st.text_input("Rename to", key="rename_to")
             if st.form_submit_button("Rename"):
                 with _shared.saving("The new name"):
                     st.query_params["dataset"] = rename_dataset(store, current, renamed)

@@ -69,6 +69,7 @@ session = stored.session
 bases: dict[int, dict[str, Any]] = st.session_state.setdefault("review_base", {})
 if st.session_state.get("review_pk") != pk:
     bases.clear()
+    st.session_state.pop("review_conflict", None)  # another session's: never re-applied to this one
     st.session_state["review_pk"] = pk
 base = bases.setdefault(pk, {"version": stored.version, "session": session, "epoch": 0})
 key = f"{pk}-{base['epoch']}"
@@ -256,9 +257,10 @@ with tabs[0]:
                 st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
             elif not result.changes:
                 st.info("Nothing changed.")
-            elif save([(None, result.changes)], "The ground truth"):
-                seeds.pop(key, None)
-                st.rerun()
+            else:
+                if save([(None, result.changes)], "The ground truth"):
+                    seeds.pop(key, None)
+                st.rerun()  # the header above says how it went: saved, an error, or a conflict to resolve
 
 with tabs[1]:
     if tabs[1].open:
@@ -339,7 +341,7 @@ with tabs[3]:
                         {
                             "run": s.run_id,
                             "metric": s.metric,
-                            "turn": "" if s.turn is None else s.turn + 1,
+                            "turn": "" if s.turn is None else str(s.turn + 1),  # one type: Arrow refuses a mix
                             "value": s.value,
                             "status": s.status,
                             "reason": s.reason or s.error or "",
@@ -471,9 +473,10 @@ with talk_column:
             marks = [f"effective weight {format_number(explained.effective[turn.index])}"]
             marks += [SPECS[name].label.lower() for name in ("ground_truth", "observation", "expected_tool_usage")
                       if values[name]]  # fmt: skip
-            with st.expander(
-                f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:"
-            ):
+            with st.expander(  # keyed: its label follows the typed weight, and a new label must not close it
+                f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:",
+                key=f"turn-truth-{turn.index}-{key}",
+            ):  # fmt: skip
                 st.number_input(
                     "Weight", value=values["weight"], min_value=0.0, step=0.05, format="%.3f", key=weight_key,
                     placeholder="not set", help=SPECS["weight"].help, persist_state="session",
@@ -503,5 +506,6 @@ with talk_column:
                         st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
                     elif not result.changes:
                         st.info("Nothing changed.")
-                    elif save([(turn.index, result.changes)], f"Turn {turn.index + 1}"):
-                        st.rerun()
+                    else:
+                        save([(turn.index, result.changes)], f"Turn {turn.index + 1}")
+                        st.rerun()  # the header says how it went: saved, an error, or a conflict

@@ -122,7 +122,8 @@ event = st.dataframe(
     key="sessions_table",
     height=min(38 + 35 * max(len(table.rows), 1), 38 + 35 * 20),
 )
-cells = event.selection.cells if event else []
+# A selection made on rows that are gone since (another reviewer's change, a new filter) opens nothing.
+cells = [c for c in (event.selection.cells if event else []) if c[0] < len(table.refs)]
 if cells:
     _shared.open_session(table.refs[cells[0][0]])
 selected = [table.pks[i] for i in (event.selection.rows if event else []) if i < len(table.pks)]

@@ -1,69 +1,134 @@
-"""The Streamlit app, run for real with AppTest."""
+"""The app's frame (app.py), run for real with AppTest: sample data on first start, the sidebar's
+dataset and reviewer, deep links, and a database that cannot be opened.
+
+The pages have their own files: test_app_datasets.py, test_app_sessions.py, test_app_review.py.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from apptest_util import (  # noqa: F401 (fixtures)
+    SAMPLE_DATA,
+    all_text,
+    app,
+    db_fixture,
+    fresh_db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-
-RAGAS_ROWS = [
-    {
-        "user_input": [
-            {"content": "Is order 7 shipped?", "type": "human"},
-            {"content": "", "type": "ai", "tool_calls": [{"name": "get_order", "args": {"id": 7}}]},
-            {"content": '{"status": "shipped"}', "type": "tool"},
-            {"content": "Yes, it shipped.", "type": "ai"},
-        ],
-        "reference": "Order 7 shipped.",
-    },
-    {"user_input": [{"content": "hi", "type": "human"}, {"content": "hello", "type": "ai"}]},
-]
-
-
-@pytest.fixture
-def sample_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "ragas.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RAGAS_ROWS) + "{broken\n")
-    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(tmp_path))
-    return tmp_path
+from evalcore.overview import sample_files
+from evalcore.samples import sample_dataset_name
+from evalcore.store import Store
+from pages import _shared
 
 
-def _app() -> AppTest:
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=30)
+def _restart_server() -> None:
+    """What a new server process starts with: no store opened yet (the samples are checked again)."""
+    _shared._store.clear()
 
 
-def test_files_page_reads_a_sample(sample_folder: Path) -> None:
-    at = _app().run()
-    assert not at.exception
-    assert at.title[0].value == "Files"
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics == {"Format": "ragas", "Sessions": "2", "Records with errors": "1", "Warnings": "0"}
-    table = at.dataframe[0].value
-    assert list(table["session_id"]) == ["", ""] and list(table["tool calls"]) == [1, 0]
-    assert list(table["ground truth"]) == ["reference", ""]
-    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
-    assert "Is order 7 shipped?" in texts and "Yes, it shipped." in texts
-    assert any("get_order" in md.value for m in at.chat_message for md in m.markdown)
-    assert any('"id": 7' in c.value for c in at.code)
+def test_first_start_loads_the_samples_once(fresh_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
+    samples = sorted(sample_dataset_name(p) for p in sample_files(SAMPLE_DATA))
+    assert len(samples) == 13
+    at = run(app())
+    assert at.selectbox(key="dataset").options == samples
+    assert at.selectbox(key="dataset").value == samples[0]
+    with Store(fresh_db) as s:
+        sizes = {d.name: d.sessions for d in s.datasets()}
+    assert sorted(sizes) == samples and all(sizes.values())
+
+    # The reviewer deletes a sample dataset: it never comes back, in this server or the next.
+    at.selectbox(key="dataset").select("sample-ragas")
+    run(at)
+    at.text_input(key="delete_confirm").input("sample-ragas")
+    run(at)
+    at.button(key="delete").click()
+    run(at)
+    assert "sample-ragas" not in at.selectbox(key="dataset").options
+    for restart in (False, True):
+        if restart:
+            _restart_server()
+        again = run(app())
+        assert again.selectbox(key="dataset").options == [n for n in samples if n != "sample-ragas"]
+        with Store(fresh_db) as s:
+            assert {d.name: d.sessions for d in s.datasets()} == {k: v for k, v in sizes.items() if k != "sample-ragas"}
 
 
-def test_choosing_another_session_and_format(sample_folder: Path) -> None:
-    at = _app().run()
-    at.selectbox(key="session").set_value(1).run()
-    assert not at.exception
-    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
-    assert texts == ["hi", "hello"]
-    at.selectbox(key="format").set_value("gaussia").run()
-    assert not at.exception
-    metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Sessions"] == "0" and metrics["Records with errors"] == "3"
+def test_no_sample_folder_means_no_dataset(fresh_db: Path) -> None:
+    at = run(app())
+    assert at.selectbox(key="dataset").options == []
+    assert at.title[0].value == "Datasets"
+    assert any("No dataset yet" in t for t in texts(at, "info"))
+    for page in ("sessions", "review"):
+        open_page(at, page)
+        assert any("No dataset yet" in t for t in texts(at, "info")), page
 
 
-def test_empty_sample_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(tmp_path / "nothing"))
-    at = _app().run()
-    assert not at.exception
-    assert "No sample files" in at.info[0].value
+def test_dataset_from_a_deep_link(db: Path) -> None:
+    at = run(app())
+    assert at.selectbox(key="dataset").value == "review"  # the first by name
+    assert at.query_params["dataset"] == "review"
+    at = run(app(dataset="shop"))
+    assert at.selectbox(key="dataset").value == "shop"
+    assert at.query_params["dataset"] == "shop"
+    open_page(at, "sessions")
+    assert any("of **30** sessions" in c for c in texts(at, "caption"))
+    # A link to a dataset that does not exist: the first one, no error.
+    at = run(app(dataset="no-such-thing"))
+    assert at.selectbox(key="dataset").value == "review"
+    assert not at.error
+
+
+def test_the_sidebar_choice_wins_until_the_link_changes(db: Path) -> None:
+    at = run(app(dataset="shop"))
+    at.selectbox(key="dataset").select("review")
+    run(at)
+    assert at.selectbox(key="dataset").value == "review"
+    assert at.query_params["dataset"] == "review"
+    open_page(at, "sessions")
+    assert at.selectbox(key="dataset").value == "review"
+    assert any("of **3** sessions" in c for c in texts(at, "caption"))
+
+
+def test_reviewer_name_is_kept_across_pages(db: Path, store: Store) -> None:
+    at = run(app(dataset="review", session="r-tools"))
+    at.text_input(key="reviewer").input("  Ann  ")
+    run(at)
+    for page in ("sessions", "review", "datasets", "review"):
+        open_page(at, page)
+        assert at.text_input(key="reviewer").value == "  Ann  ", page
+    assert not any("Enter your name" in t for t in texts(at, "info"))
+    at.button(key="flag").click()
+    run(at)
+    saved = store.get(store.find("review", "r-tools"))
+    assert (saved.session.status, saved.status_by) == ("flagged", "Ann")  # trimmed
+
+
+@pytest.mark.parametrize("kind", ["directory", "garbage"])
+def test_a_database_that_cannot_be_opened(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation_v2: None
+) -> None:
+    path = tmp_path / "bad.db"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"this is not a database\x00" * 100)
+    monkeypatch.setenv("EVALCORE_DB", str(path))
+    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
+    at = run(app(dataset="shop"))
+    assert len(at.error) == 1
+    message = at.error[0].value
+    assert f"cannot open the database {path}" in message
+    page = all_text(at)
+    assert message in page and "Traceback" not in page and 'File "' not in page
+    assert not at.title and not at.sidebar.selectbox  # no page, no frame
+    if kind == "garbage":
+        assert path.read_bytes().startswith(b"this is not a database")  # left as it was

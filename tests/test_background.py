@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SAMPLE_DATA
 
 from evalcore.background import start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError
@@ -23,6 +22,8 @@ from evalcore.store.datasets import delete_dataset, overviews
 from evalcore.store.jobs import STALLED_AFTER, Jobs
 from evalcore.store.queries import browse
 from evalcore.store.runs import Runs
+
+SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
 
 
 @pytest.fixture

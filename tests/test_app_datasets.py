@@ -1,0 +1,172 @@
+"""The Datasets page, run for real with AppTest: the table, importing a file, the sample data,
+renaming and deleting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from apptest_util import (  # noqa: F401 (fixtures)
+    SAMPLE_DATA,
+    app,
+    db_fixture,
+    fresh_db_fixture,
+    navigation_v2_fixture,
+    run,
+    shop_sessions,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
+from streamlit.testing.v1 import AppTest
+
+from evalcore.background import wait_for
+from evalcore.overview import sample_files
+from evalcore.samples import sample_dataset_name
+from evalcore.store import Store
+from evalcore.store.jobs import Jobs
+
+
+def _table(at: AppTest) -> dict[str, dict[str, object]]:
+    frame = at.dataframe[0].value
+    return {row["dataset"]: row for row in frame.to_dict("records")}
+
+
+def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
+    at = run(app())
+    rows = _table(at)
+    assert len(rows) == 15 and {"shop", "review", "sample-ragas"} <= set(rows)
+    shop = rows["shop"]
+    assert (shop["sessions"], shop["todo"], shop["approved"], shop["flagged"], shop["rejected"]) == (30, 22, 5, 3, 0)
+    assert shop["with ground truth"] == 10 and shop["formats"] == "evalcore" and shop["from"] == "shop.jsonl"
+    assert shop["reviewed"] == pytest.approx(5 / 30)
+    assert rows["review"]["sessions"] == 3
+
+
+def test_the_table_follows_a_review(db: Path, store: Store) -> None:
+    pk = store.find("shop", "shop-10")
+    store.set_status(pk, "rejected", base_version=store.get(pk).version, author="ann")
+    shop = _table(run(app()))["shop"]
+    assert (shop["todo"], shop["rejected"]) == (21, 1)
+    assert shop["reviewed"] == pytest.approx(6 / 30)
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> None:
+    at.file_uploader(key="upload").upload(name, data, "application/json")
+    run(at)
+
+
+def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
+    good = shop_sessions()[:2]
+    data = (json.dumps({"schema_version": 1, **good[0]}) + "\n{broken\n").encode()
+    data += (json.dumps({"schema_version": 1, **good[1]}) + "\n").encode()
+    at = run(app())
+    at.text_input(key="reviewer").input("ann")
+    _upload(at, "mine.jsonl", data)
+    assert at.selectbox(key="import_target").value == "review"  # the current dataset, or...
+    at.selectbox(key="import_target").select("+ new dataset")
+    run(at)
+    assert at.text_input(key="import_new_name").value == "mine"  # ...a new one, named after the file
+    at.text_input(key="import_new_name").input(" ")
+    run(at)
+    assert at.button(key="import").disabled  # a new dataset needs a name
+    at.text_input(key="import_new_name").input("mine")
+    run(at)
+    at.button(key="import").click()
+    run(at)
+    [job] = [j for j in Jobs(store).recent("mine") if j.kind == "import"]
+    assert job.author == "ann"
+    assert wait_for(store, job.id).status == "done"
+    run(at)  # the next refresh shows the outcome
+    assert at.selectbox(key="dataset").value == "mine"
+    [headline] = texts(at, "warning")
+    assert "2 sessions stored (2 new" in headline and "1 records with errors were skipped" in headline
+    problems = at.dataframe[1].value.to_dict("records")
+    assert len(problems) == 1 and problems[0]["line"] == 2 and problems[0]["level"] == "error"
+    assert "not valid JSON" in problems[0]["problem"]
+    assert _table(at)["mine"]["sessions"] == 2
+    assert sorted(store.get(pk).session.session_id or "" for pk in store.pks("mine")) == ["shop-00", "shop-01"]
+
+    # The same file again, into the same dataset: nothing new, the same problem.
+    at.button(key="import").click()
+    run(at)
+    job = next(j for j in Jobs(store).recent("mine") if j.kind == "import")
+    wait_for(store, job.id)
+    run(at)
+    assert "0 new, 0 updated, 2 unchanged" in texts(at, "warning")[0]
+    assert len(store.pks("mine")) == 2
+
+
+def test_an_import_that_fails(db: Path, store: Store) -> None:
+    at = run(app(dataset="shop"))
+    _upload(at, "nothing.json", b"this is not json at all")
+    assert at.selectbox(key="import_target").value == "shop"
+    at.button(key="import").click()
+    run(at)
+    job = next(j for j in Jobs(store).recent("shop") if j.kind == "import")
+    wait_for(store, job.id)
+    run(at)
+    assert not at.exception
+    assert len(store.pks("shop")) == 30
+    shown = texts(at, "error") + texts(at, "warning")
+    assert any("import nothing.json" in t for t in shown), shown
+
+
+def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = run(app())
+    assert any("No dataset yet" in t for t in texts(at, "info"))
+    assert not at.dataframe
+    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
+    at.button(key="load_samples").click()
+    run(at)
+    with Store(fresh_db) as s:
+        total = sum(d.sessions for d in s.datasets())
+    assert total > 13
+    assert texts(at, "success") == [f"Sample data loaded: {total} new sessions."]
+    assert sorted(_table(at)) == sorted(sample_dataset_name(p) for p in sample_files(SAMPLE_DATA))
+    assert at.selectbox(key="dataset").value == "sample-databricks"
+    at.button(key="load_samples").click()
+    run(at)
+    assert texts(at, "success") == ["Sample data loaded: 0 new sessions."]  # loading is idempotent
+    with Store(fresh_db) as s:
+        assert sum(d.sessions for d in s.datasets()) == total
+
+
+def test_rename(db: Path, store: Store) -> None:
+    at = run(app(dataset="shop"))
+    at.text_input(key="rename_to").input("review")  # taken
+    at.button(key="FormSubmitter:rename-Rename").click()
+    run(at)
+    assert any("The new name was not saved" in e and "'review' exists already" in e for e in texts(at, "error"))
+    assert {"shop", "review"} <= set(store.dataset_names())
+    assert at.selectbox(key="dataset").value == "shop"
+
+    at.text_input(key="rename_to").input("  shop 2  ")
+    at.button(key="FormSubmitter:rename-Rename").click()
+    run(at)
+    assert not at.error
+    assert at.selectbox(key="dataset").value == "shop 2"
+    assert at.query_params["dataset"] == "shop 2"
+    names = store.dataset_names()
+    assert "shop 2" in names and "shop" not in names
+    assert _table(at)["shop 2"]["sessions"] == 30
+    assert "Manage shop 2" in texts(at, "subheader")
+
+
+def test_delete_needs_the_exact_name(db: Path, store: Store) -> None:
+    at = run(app(dataset="shop"))
+    assert at.button(key="delete").disabled
+    for wrong in ("sho", "Shop", "shop "):
+        at.text_input(key="delete_confirm").input(wrong)
+        run(at)
+        assert at.button(key="delete").disabled, wrong
+    at.text_input(key="delete_confirm").input("shop")
+    run(at)
+    assert not at.button(key="delete").disabled
+    at.button(key="delete").click()
+    run(at)
+    assert "shop" not in store.dataset_names()
+    assert "shop" not in _table(at)
+    assert at.selectbox(key="dataset").value == "review"  # the first one left
+    assert len(store.dataset_names()) == 14

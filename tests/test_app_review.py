@@ -1,0 +1,478 @@
+"""The Review page, run for real with AppTest: the transcript, the editors, status and navigation,
+two reviewers in conflict, history, comments, verdicts, scores, the diff, and hostile text.
+
+The ``review`` dataset (apptest_util.review_sessions): ``r-tools`` (6 turns, a ``get_order`` call
+in turn 1, a reference answer, a ``politeness`` rubric), ``r-second`` and ``r-xss``, in that order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from apptest_util import (  # noqa: F401 (fixtures)
+    XSS,
+    app,
+    by_prefix,
+    db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    review_sessions,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+    write_jsonl,
+)
+from streamlit.testing.v1 import AppTest
+
+from evalcore.review.text import literal_markdown
+from evalcore.samples import SAMPLE_METRICS
+from evalcore.store import Store, import_file
+from evalcore.store.runs import Runs
+from evalcore.store.verdicts import verdicts
+
+
+def _review(session: str = "r-tools", reviewer: str | None = "ann", dataset: str = "review", **query: str) -> AppTest:
+    """A browser session on Review (``?dataset=&session=``), with ``reviewer`` typed in the sidebar."""
+    at = run(app(dataset=dataset, session=session, **query))
+    if reviewer is not None:
+        at.text_input(key="reviewer").input(reviewer)
+    return open_page(at, "review")
+
+
+def _tab(at: AppTest, name: str) -> AppTest:
+    at.session_state["review_tab"] = name
+    return run(at)
+
+
+def _submit(at: AppTest, form: str) -> AppTest:
+    """Click the submit button of the form whose id starts with ``form`` (ids carry the session's pk)."""
+    by_prefix(at.button, f"FormSubmitter:{form}").click()
+    return run(at)
+
+
+def _session(store: Store, ref: str = "r-tools") -> tuple[int, object]:
+    pk = store.find("review", ref)
+    return pk, store.get(pk)
+
+
+# -- the transcript -------------------------------------------------------------------------------
+
+
+def test_the_transcript_shows_messages_and_tool_calls(db: Path) -> None:
+    at = _review()
+    assert "### r\\-tools" in texts(at, "markdown")
+    said = [md.value for m in at.chat_message for md in m.markdown]
+    assert literal_markdown("Where is order 7?") in said
+    assert literal_markdown("Order 7 has shipped.") in said
+    assert "**get\\_order** · call ` c1 `" in said  # the call's name and id
+    assert texts(at, "code") == ['{\n  "order_id": 7\n}', '{\n  "status": "shipped"\n}']  # arguments, result
+    assert [m.name for m in at.chat_message][:4] == ["user", "tool", "assistant", "user"]
+    status = texts(at, "caption")[0]
+    assert status.startswith("**todo** · helper · 6 turns, 1 tool calls · version 1 · 1 of 3")
+
+
+def test_turns_are_paged(db: Path) -> None:
+    at = _review()
+    assert "Turns 1–4 of 6" in texts(at, "caption")
+    assert at.button(key="turns_back").disabled
+    at.button(key="turns_on").click()
+    run(at)
+    assert "Turns 5–6 of 6" in texts(at, "caption")
+    assert at.query_params["turn"] == "5"
+    assert "**Turn 5** of 6" in texts(at, "markdown") and "**Turn 1** of 6" not in texts(at, "markdown")
+    assert at.button(key="turns_on").disabled
+    at.button(key="turns_back").click()
+    run(at)
+    assert "Turns 1–4 of 6" in texts(at, "caption") and at.query_params["turn"] == "1"
+
+
+@pytest.mark.parametrize(("turn", "shown"), [("6", "5–6"), ("5", "5–6"), ("4", "1–4"), ("99", "5–6"), ("x", "1–4")])
+def test_a_deep_link_to_a_turn_opens_its_page(db: Path, turn: str, shown: str) -> None:
+    at = _review(turn=turn)
+    assert f"Turns {shown} of 6" in texts(at, "caption")
+    if turn == "6":
+        assert "**Turn 6** of 6" in texts(at, "markdown")
+        assert literal_markdown("Question number 6") in texts(at, "markdown")
+
+
+def test_a_deep_link_to_an_unknown_session(db: Path) -> None:
+    at = _review(session="nope")
+    assert any("no session 'nope' in dataset 'review'" in w for w in texts(at, "warning"))
+    assert not at.error
+
+
+# -- editors --------------------------------------------------------------------------------------
+
+
+def test_saving_the_reference_answer(db: Path, store: Store) -> None:
+    at = _review()
+    field = by_prefix(at.text_area, "s-reference-")
+    assert field.value == "The parcel left the warehouse on Monday."
+    field.input("The parcel is on its way.")
+    _submit(at, "truth-")
+    assert "The ground truth saved." in texts(at, "success")
+    pk, stored = _session(store)
+    assert stored.session.reference == "The parcel is on its way."
+    assert stored.version == 2
+    [edit] = store.history(pk)
+    assert (edit.field, edit.author, edit.old, edit.new) == (
+        "reference",
+        "ann",
+        "The parcel left the warehouse on Monday.",
+        "The parcel is on its way.",
+    )
+    # Saving again unchanged changes nothing.
+    _submit(at, "truth-")
+    assert "Nothing changed." in texts(at, "info")
+    assert store.get(pk).version == 2
+
+
+def test_the_reference_and_expected_facts_are_not_both_allowed(db: Path, store: Store) -> None:
+    at = _review()
+    by_prefix(at.text_area, "s-expected_facts-").input("It shipped")
+    _submit(at, "truth-")
+    assert any("Nothing was saved" in e and "both set" in e for e in texts(at, "error"))
+    assert store.get(store.find("review", "r-tools")).version == 1
+
+
+def test_tool_calls_copied_from_the_conversation(db: Path, store: Store) -> None:
+    at = _review()
+    at.button(key=by_prefix(at.button, "copy_calls-").key).click()
+    run(at)
+    editor = by_prefix(at.data_editor, "s-calls-")
+    assert list(editor.value["name"]) == ["get_order"]
+    _submit(at, "truth-")
+    calls = store.get(store.find("review", "r-tools")).session.reference_tool_calls
+    assert calls is not None and [(c.name, c.args) for c in calls] == [("get_order", {"order_id": 7})]
+
+
+def test_a_rubric_added_in_the_table(db: Path, store: Store) -> None:
+    at = _review()
+    rubrics = by_prefix(at.data_editor, "s-rubrics-")
+    # AppTest cannot type into a data editor: its edit state is given as the browser would send it.
+    at.session_state[rubrics.key] = {
+        "edited_rows": {0: {"description": "Polite and brief."}},
+        "added_rows": [{"name": "accuracy", "description": "Says what the tool said."}],
+        "deleted_rows": [],
+    }
+    _submit(at, "truth-")
+    assert store.get(store.find("review", "r-tools")).session.rubrics == {
+        "politeness": "Polite and brief.",
+        "accuracy": "Says what the tool said.",
+    }
+
+
+def test_saving_a_turns_ground_truth(db: Path, store: Store) -> None:
+    at = _review()
+    by_prefix(at.text_area, "t-gt-0-").input("Order 7 shipped on Monday.")
+    by_prefix(at.text_area, "t-obs-0-").input("Should give the date.")
+    by_prefix(at.text_area, "t-etu-0-").input('{"tools": ["get_order"]}')
+    by_prefix(at.text_input, "t-qa-0-").input("q1")
+    _submit(at, "turn-form-0-")
+    assert "Turn 1 saved." in texts(at, "success")
+    pk, stored = _session(store)
+    truth = stored.session.turn_truth[0]
+    assert (truth.ground_truth, truth.observation, truth.expected_tool_usage, truth.qa_id) == (
+        "Order 7 shipped on Monday.",
+        "Should give the date.",
+        {"tools": ["get_order"]},
+        "q1",
+    )
+    assert stored.version == 2 and {e.turn for e in store.history(pk)} == {0}
+    label = at.expander[0].label
+    assert label.startswith("Ground truth for turn 1 · ") and "reference answer" in label
+
+
+def test_invalid_json_in_expected_tool_usage_is_refused(db: Path, store: Store) -> None:
+    at = _review()
+    by_prefix(at.text_area, "t-gt-0-").input("An answer that must not be saved alone")
+    by_prefix(at.text_area, "t-etu-0-").input("{not json")
+    _submit(at, "turn-form-0-")
+    [error] = texts(at, "error")
+    assert error.startswith("Nothing was saved; fix these first")
+    assert literal_markdown("expected_tool_usage") in error and "not valid JSON" in error
+    assert by_prefix(at.text_area, "t-etu-0-").value == "{not json"  # kept as typed
+    _pk, stored = _session(store)
+    assert stored.version == 1 and not stored.session.turn_truth
+    # A JSON value that is not an object is refused too.
+    by_prefix(at.text_area, "t-etu-0-").input("[1, 2]")
+    _submit(at, "turn-form-0-")
+    assert "must be a JSON object" in texts(at, "error")[0]
+    assert store.get(stored.pk).version == 1
+
+
+def test_the_effective_weights_follow_what_is_typed(db: Path, store: Store) -> None:
+    at = _review()
+    before = "Effective weight **0.167**. No weights set: each of the 6 turns weighs 1/6 (0.167)."
+    assert texts(at, "caption").count(before) == 4  # one per turn shown
+    by_prefix(at.number_input, "t-weight-0-").set_value(0.5)
+    run(at)
+    sentence = "1 of 6 weights set (sum 0.5): the remaining 0.5 is split over the 5 other turns (0.1 each)."
+    captions = texts(at, "caption")
+    assert f"Effective weight **0.5**. {sentence}" in captions
+    assert f"Effective weight **0.1**. {sentence}" in captions
+    assert at.expander[0].label == "Ground truth for turn 1 · effective weight 0.5"
+    _pk, stored = _session(store)
+    assert stored.version == 1 and not stored.session.turn_truth  # not saved yet
+    _tab(at, "Weights")
+    assert sentence in texts(at, "info")
+    table = at.dataframe[0].value
+    assert list(table["weight typed"]) == ["0.5", "", "", "", "", ""]
+    assert list(table["effective"]) == pytest.approx([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
+    # Saved with the turn's form.
+    _tab(at, "Truth")
+    _submit(at, "turn-form-0-")
+    assert store.get(stored.pk).session.turn_truth[0].weight == 0.5
+    # Weights that add up to more than 1 with turns left over fall back to equal weights: a warning.
+    by_prefix(at.number_input, "t-weight-1-").set_value(0.75)
+    _tab(at, "Weights")
+    assert any("equal weights 1/6 each" in w for w in texts(at, "warning"))
+
+
+def test_editing_needs_a_reviewer(db: Path, store: Store) -> None:
+    at = _review(reviewer=None)
+    assert any("Enter your name" in t for t in texts(at, "info"))
+    assert by_prefix(at.button, "FormSubmitter:truth-").disabled
+    assert by_prefix(at.button, "FormSubmitter:turn-form-0-").disabled
+    at.button(key="approve").click()
+    run(at)
+    assert any("Enter your name in the sidebar first" in e for e in texts(at, "error"))
+    assert store.get(store.find("review", "r-tools")).session.status == "todo"
+
+
+# -- status and navigation -----------------------------------------------------------------------------
+
+
+def test_status_buttons(db: Path, store: Store) -> None:
+    at = _review()
+    pk = store.find("review", "r-tools")
+    for button, status in [("approve", "approved"), ("reject", "rejected"), ("flag", "flagged"), ("todo", "todo")]:
+        at.button(key=button).click()
+        run(at)
+        stored = store.get(pk)
+        assert (stored.session.status, stored.status_by) == (status, "ann"), button
+        assert texts(at, "caption")[0].startswith(f"**{status}** by ann"), button
+        assert at.query_params["session"] == "r-tools"
+    assert [e.new for e in store.history(pk)] == ["approved", "rejected", "flagged", "todo"]
+
+
+def test_approve_and_next(db: Path, store: Store) -> None:
+    at = _review()
+    at.button(key="approve_next").click()
+    run(at)
+    assert at.query_params["session"] == "r-second"
+    assert "### r\\-second" in texts(at, "markdown")
+    assert store.get(store.find("review", "r-tools")).session.status == "approved"
+    assert store.get(store.find("review", "r-second")).session.status == "todo"
+
+
+def test_previous_and_next(db: Path) -> None:
+    at = _review()
+    assert at.button(key="previous").disabled
+    for expected in ("r-second", "r-xss"):
+        at.button(key="next").click()
+        run(at)
+        assert at.query_params["session"] == expected
+        assert f"### {literal_markdown(expected)}" in texts(at, "markdown")
+    assert at.button(key="next").disabled
+    at.button(key="previous").click()
+    run(at)
+    assert at.query_params["session"] == "r-second"
+    assert "2 of 3 in the Sessions filter" in texts(at, "caption")[0]
+
+
+def test_next_follows_the_sessions_filter(db: Path) -> None:
+    at = run(app(dataset="shop"))
+    at.text_input(key="reviewer").input("ann")
+    open_page(at, "sessions")
+    at.multiselect(key="f_tags").set_value(["vip"])  # shop-00, shop-10, shop-20
+    run(at)
+    at.session_state["sessions_table"] = {"selection": {"rows": [], "columns": [], "cells": [[0, "id"]]}}
+    run(at)
+    assert at.query_params["session"] == "shop-00"
+    assert "1 of 3 in the Sessions filter" in texts(at, "caption")[0]
+    at.button(key="approve_next").click()
+    run(at)
+    assert at.query_params["session"] == "shop-10"
+    at.button(key="next").click()
+    run(at)
+    assert at.query_params["session"] == "shop-20"
+    assert at.button(key="next").disabled  # the last one with the tag
+
+
+# -- two reviewers --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resolution", ["take_theirs", "reapply"])
+def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: str) -> None:
+    ann = _review(reviewer="ann")
+    bob = _review(reviewer="bob")  # another browser, the same database
+    by_prefix(bob.text_area, "s-reference-").input("Bob's reference")
+    _submit(bob, "truth-")
+    assert "The ground truth saved." in texts(bob, "success")
+
+    run(ann)  # any rerun tells Ann, before she saves
+    assert any(w.startswith("bob changed this session since you opened it (reference)") for w in texts(ann, "warning"))
+    by_prefix(ann.text_area, "s-goal-").input("Find order 7")
+    _submit(ann, "truth-")
+    [box] = [e for e in texts(ann, "error") if "was not saved" in e]
+    assert box.startswith("The ground truth was not saved. session r-tools was changed since version 1 (now 2)")
+    assert "bob at " in box and "changed reference" in box
+    pk = store.find("review", "r-tools")
+    assert store.get(pk).session.goal is None  # nothing of Ann's was saved
+
+    ann.button(key=resolution).click()
+    run(ann)
+    assert not any("was not saved" in e for e in texts(ann, "error"))
+    stored = store.get(pk)
+    assert stored.session.reference == "Bob's reference"  # Bob's change stays either way
+    if resolution == "take_theirs":
+        assert stored.version == 2 and stored.session.goal is None
+        assert by_prefix(ann.text_area, "s-reference-").value == "Bob's reference"
+        assert by_prefix(ann.text_area, "s-goal-").value == ""  # Ann's typing is dropped
+    else:
+        assert stored.version == 3 and stored.session.goal == "Find order 7"
+        assert [(e.author, e.field) for e in store.history(pk)] == [("bob", "reference"), ("ann", "goal")]
+        assert by_prefix(ann.text_area, "s-goal-").value == "Find order 7"
+        assert "The ground truth saved." in texts(ann, "success")
+    # Either way Ann's forms are on the current version now: her next save goes through.
+    by_prefix(ann.text_area, "s-goal-").input("Track order 7")
+    _submit(ann, "truth-")
+    assert store.get(pk).session.goal == "Track order 7"
+    assert store.get(pk).session.reference == "Bob's reference"
+
+
+def test_load_their_version(db: Path, store: Store) -> None:
+    ann = _review(reviewer="ann")
+    bob = _review(reviewer="bob")
+    bob.button(key="flag").click()
+    run(bob)
+    run(ann)
+    assert any("bob changed this session" in w for w in texts(ann, "warning"))
+    ann.button(key="load_theirs").click()
+    run(ann)
+    assert not any("changed this session" in w for w in texts(ann, "warning"))
+    assert "version 2" in texts(ann, "caption")[0]
+    ann.button(key="approve").click()
+    run(ann)
+    assert store.get(store.find("review", "r-tools")).session.status == "approved"
+
+
+# -- the other tabs ---------------------------------------------------------------------------------------
+
+
+def test_history_and_restore(db: Path, store: Store) -> None:
+    at = _review()
+    pk = store.find("review", "r-tools")
+    for text in ("First rewrite.", "Second rewrite."):
+        by_prefix(at.text_area, "s-reference-").input(text)
+        _submit(at, "truth-")
+    first, second = store.history(pk)
+    _tab(at, "History")
+    table = at.dataframe[0].value
+    assert list(table["edit"]) == [second.id, first.id]  # newest first
+    assert list(table["by"]) == ["ann", "ann"] and list(table["field"]) == ["reference", "reference"]
+    assert list(table["new"]) == ["Second rewrite.", "First rewrite."]
+    by_prefix(at.selectbox, "restore_to-").set_value(first.id)
+    by_prefix(at.button, "restore-").click()
+    run(at)
+    assert f"Restored to the state after edit #{first.id}." in texts(at, "success")
+    assert store.get(pk).session.reference == "First rewrite."
+    assert store.history(pk)[-1].reason == f"restored to the state after edit #{first.id}"
+    assert len(at.dataframe[0].value) == 3
+    _tab(at, "Truth")
+    assert by_prefix(at.text_area, "s-reference-").value == "First rewrite."
+
+
+def test_history_of_an_untouched_session(db: Path) -> None:
+    at = _tab(_review(), "History")
+    assert "No edit yet: the session is as it was imported." in texts(at, "info")
+
+
+def test_comments(db: Path, store: Store) -> None:
+    at = _tab(_review(), "Comments")
+    pk = store.find("review", "r-tools")
+    by_prefix(at.text_area, "comment_body-").input("Check the <b>date</b> [here](javascript:x)")
+    _submit(at, "comment-")
+    [comment] = store.comments(pk)
+    assert (comment["author"], comment["body"]) == ("ann", "Check the <b>date</b> [here](javascript:x)")
+    [shown] = [m for m in texts(at, "markdown") if m.startswith("**ann** · ")]
+    assert shown.endswith(literal_markdown(comment["body"]))
+    _submit(at, "comment-")  # an empty comment
+    assert "a comment needs some text" in texts(at, "error")
+    assert len(store.comments(pk)) == 1
+
+
+def test_verdicts(db: Path, store: Store) -> None:
+    at = _tab(_review(), "Verdict")
+    pk = store.find("review", "r-tools")
+    by_prefix(at.segmented_control, "v-label-").set_value("pass")
+    run(at)
+    assert [(v.author, v.name, v.value) for v in verdicts(store, pk)] == [("ann", "label", 1.0)]
+    by_prefix(at.segmented_control, "v-politeness-").set_value(4)
+    run(at)
+    by_prefix(at.segmented_control, "v-label-").set_value("fail")
+    run(at)
+    assert {(v.author, v.name, v.value) for v in verdicts(store, pk)} == {
+        ("ann", "label", 0.0),
+        ("ann", "rubric:politeness", 4.0),
+    }
+    # Another reviewer sees Ann's verdicts beside their own (empty) ones.
+    bob = _tab(_review(reviewer="bob"), "Verdict")
+    assert by_prefix(bob.segmented_control, "v-label-").value is None
+    assert by_prefix(at.segmented_control, "v-politeness-").value == 4
+    others = bob.dataframe[0].value
+    assert set(zip(others["reviewer"], others["verdict"], others["value"], strict=True)) == {
+        ("ann", "label", 0.0),
+        ("ann", "rubric:politeness", 4.0),
+    }
+    # Without a name the verdicts cannot be given.
+    nobody = _tab(_review(reviewer=None), "Verdict")
+    assert by_prefix(nobody.segmented_control, "v-label-").disabled
+
+
+def test_scores_of_the_sample_runs(db: Path, store: Store) -> None:
+    at = _tab(_review(dataset="sample-ragas", session=""), "Scores")
+    ref = at.query_params["session"]  # no session in the link: the first of the dataset
+    pk = store.find_ref("sample-ragas", ref)
+    expected = Runs(store).for_session(pk)
+    assert expected and {s.metric for s in expected} <= set(SAMPLE_METRICS)
+    table = at.dataframe[0].value
+    assert len(table) == len(expected)
+    assert set(table["metric"]) == {s.metric for s in expected}
+    assert {"tool_call_accuracy", "turn_count"} <= set(table["metric"])
+    shown = {(m, t): v for m, t, v in zip(table["metric"], table["turn"], table["value"], strict=True)}
+    for s in expected:
+        value = shown[(s.metric, "" if s.turn is None else str(s.turn + 1))]
+        assert math.isnan(value) if s.value is None else value == pytest.approx(s.value)
+
+
+def test_scores_of_an_unscored_session(db: Path, store: Store, tmp_path: Path) -> None:
+    import_file(store, write_jsonl(tmp_path / "new.jsonl", review_sessions()[1:2]), "unscored", workers=1)
+    at = _tab(_review(dataset="unscored", session="r-second"), "Scores")
+    assert "No run has scored this session yet." in texts(at, "info")
+    assert not at.dataframe
+
+
+def test_the_diff_of_the_answer_and_the_reference(db: Path) -> None:
+    at = _tab(_review(), "Diff")
+    assert any("1 words only in the answer (struck), 1 only in the reference" in c for c in texts(at, "caption"))
+    markdown = texts(at, "markdown")
+    assert any("~~depot~~" in m and "warehouse" in m for m in markdown)
+    at = _tab(_review(session="r-second"), "Diff")
+    assert "The diff needs both a final answer and a reference answer." in texts(at, "info")
+
+
+def test_hostile_message_text_is_shown_literally(db: Path) -> None:
+    at = _review(session="r-xss")
+    said = [md.value for m in at.chat_message for md in m.markdown]
+    assert literal_markdown("\n".join(XSS)) in said  # the user's message is there...
+    assert literal_markdown("Reply: " + " ".join(XSS)) in said
+    for value in texts(at, "markdown"):  # ...and nothing on the page is markup
+        assert not re.search(r"(?<!\\)<", value), value
+        assert "![" not in value and "](javascript:" not in value and "javascript:" not in value
+        assert "http://" not in value

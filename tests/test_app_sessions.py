@@ -1,0 +1,263 @@
+"""The Sessions page, run for real with AppTest: filters, search, score filter, sort, pages,
+opening a session, and changing many sessions at once.
+
+The ``shop`` dataset (apptest_util.shop_sessions): 30 sessions, 5 approved, 3 flagged, 22 todo;
+tags ``refund`` (6) and ``vip`` (3); assistants ``bot-a`` / ``bot-b`` (15 each); a reference on
+every third (10); 1, 2 or 3 turns (10 of each, scored by ``turn_count``); "zebra" only in shop-07.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apptest_util import (  # noqa: F401 (fixtures)
+    app,
+    db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
+from streamlit.testing.v1 import AppTest
+
+from evalcore.store import Store
+from evalcore.store.queries import SessionFilter, count
+
+
+def _sessions(**query: str) -> AppTest:
+    at = run(app(dataset="shop", **query))
+    return open_page(at, "sessions")
+
+
+def _total(at: AppTest) -> int:
+    [caption] = [c for c in texts(at, "caption") if " sessions. Click a cell" in c]
+    match = re.search(r"of \*\*([\d,]+)\*\* sessions", caption)
+    assert match, caption
+    return int(match.group(1).replace(",", ""))
+
+
+def _ids(at: AppTest) -> list[str]:
+    frame = at.dataframe(key="sessions_table").value
+    return list(frame["id"]) if len(frame) else []
+
+
+def _select(at: AppTest, *, rows: list[int] | None = None, cells: list[Any] | None = None) -> None:
+    at.session_state["sessions_table"] = {"selection": {"rows": rows or [], "columns": [], "cells": cells or []}}
+
+
+def test_all_sessions_in_import_order(db: Path) -> None:
+    at = _sessions()
+    assert _total(at) == 30
+    assert _ids(at) == [f"shop-{i:02d}" for i in range(30)]
+    frame = at.dataframe(key="sessions_table").value
+    assert list(frame["turns"][:3]) == [1, 2, 3]
+    assert list(frame["turn_count"][:3]) == [1.0, 2.0, 3.0]  # the latest score of each metric
+    assert frame["ground truth"].sum() == 10
+
+
+@pytest.mark.parametrize(
+    ("widget", "key", "value", "expected"),
+    [
+        ("multiselect", "f_status", ["approved"], 5),
+        ("multiselect", "f_status", ["approved", "flagged"], 8),
+        ("multiselect", "f_tags", ["refund"], 6),
+        ("multiselect", "f_tags", ["refund", "vip"], 1),  # all of them: only shop-00
+        ("selectbox", "f_assistant", "bot-b", 15),
+        ("selectbox", "f_truth", "missing", 20),
+        ("selectbox", "f_truth", "present", 10),
+        ("text_input", "f_search", "zebra", 1),
+        ("text_input", "f_search", "shop 1", 30),  # every word, anywhere
+        ("text_input", "f_search", "zeb*", 1),
+        ("text_input", "f_search", "nowhere", 0),
+    ],
+)
+def test_each_filter_changes_the_count(db: Path, widget: str, key: str, value: Any, expected: int) -> None:
+    at = _sessions()
+    getattr(at, widget)(key=key).set_value(value)
+    run(at)
+    assert _total(at) == expected
+    assert len(_ids(at)) == expected
+
+
+def test_filters_combine_and_search_finds_the_session(db: Path) -> None:
+    at = _sessions()
+    at.text_input(key="f_search").input("zebra")
+    run(at)
+    assert _ids(at) == ["shop-07"]
+    at.multiselect(key="f_status").set_value(["flagged"])
+    run(at)
+    assert _ids(at) == ["shop-07"]
+    at.selectbox(key="f_assistant").set_value("bot-a")
+    run(at)
+    assert _total(at) == 0 and not _ids(at)
+
+
+def test_score_filter(db: Path) -> None:
+    at = _sessions()
+    runs = at.selectbox(key="f_run").options
+    assert runs[0] == "no score filter" and len(runs) == 2
+    at.selectbox(key="f_run").select_index(1)
+    run(at)
+    assert at.selectbox(key="f_metric").value == "turn_count"
+    assert _total(at) == 30  # a run and metric alone keep every scored session
+    at.number_input(key="f_min").set_value(2)
+    run(at)
+    assert _total(at) == 20
+    at.number_input(key="f_max").set_value(2)
+    run(at)
+    assert _total(at) == 10
+    assert _ids(at)[:3] == ["shop-01", "shop-04", "shop-07"]
+    frame = at.dataframe(key="sessions_table").value
+    assert set(frame["score"]) == {2.0}
+    at.selectbox(key="f_run").select_index(0)
+    run(at)
+    assert _total(at) == 30
+
+
+def test_sort(db: Path) -> None:
+    at = _sessions()
+    at.selectbox(key="f_sort").set_value("session_id")
+    at.toggle(key="f_desc").set_value(True)
+    run(at)
+    assert _ids(at)[:3] == ["shop-29", "shop-28", "shop-27"]
+    at.selectbox(key="f_sort").set_value("turns")
+    run(at)
+    ids = _ids(at)
+    assert ids[:2] == ["shop-29", "shop-26"]  # 3 turns, the later first
+    assert ids[-1] == "shop-00"
+    # A score sort needs a run: "score" is offered only with one.
+    assert "score" not in at.selectbox(key="f_sort").options
+    at.selectbox(key="f_run").select_index(1)
+    run(at)
+    assert "score" in at.selectbox(key="f_sort").options
+
+
+def test_pages_of_rows(db: Path) -> None:
+    at = _sessions()
+    assert at.button(key="page_next").disabled and at.button(key="page_prev").disabled
+    at.selectbox(key="page_size").set_value(25)
+    run(at)
+    assert len(_ids(at)) == 25 and "Page 1 of 2" in texts(at, "caption")
+    assert at.button(key="page_prev").disabled
+    at.button(key="page_next").click()
+    run(at)
+    assert _ids(at) == [f"shop-{i}" for i in range(25, 30)]
+    assert "Page 2 of 2" in texts(at, "caption") and any(c.startswith("26–30 of **30**") for c in texts(at, "caption"))
+    assert at.button(key="page_next").disabled
+    # A new filter starts again on page 1.
+    at.selectbox(key="f_truth").set_value("missing")
+    run(at)
+    assert "Page 1 of 1" in texts(at, "caption") and _ids(at)[0] == "shop-01"
+    at.selectbox(key="f_truth").set_value("any")
+    run(at)
+    at.button(key="page_next").click()
+    run(at)
+    at.button(key="page_prev").click()
+    run(at)
+    assert _ids(at)[0] == "shop-00" and "Page 1 of 2" in texts(at, "caption")
+
+
+def test_clicking_a_cell_opens_the_session_in_review(db: Path) -> None:
+    at = _sessions()
+    at.multiselect(key="f_status").set_value(["flagged"])
+    run(at)
+    _select(at, cells=[[1, "first question"]])
+    run(at)
+    assert at.query_params["session"] == "shop-06" and at.query_params["dataset"] == "shop"
+    assert "### shop\\-06" in texts(at, "markdown")
+    # Review follows the Sessions filter: shop-06 is the 2nd of the 3 flagged ones.
+    assert any("2 of 3 in the Sessions filter" in c for c in texts(at, "caption"))
+
+
+def test_a_selection_on_rows_that_are_gone_opens_nothing(db: Path) -> None:
+    at = _sessions()
+    at.text_input(key="f_search").input("zebra")
+    run(at)
+    _select(at, rows=[5], cells=[[5, "id"]])  # made on the longer table before the search
+    run(at)
+    assert "session" not in at.query_params and not at.error
+    assert _ids(at) == ["shop-07"]
+
+
+def test_one_ticked_row_can_be_opened(db: Path) -> None:
+    at = _sessions()
+    _select(at, rows=[4])
+    run(at)
+    at.button(key="open_selected").click()
+    run(at)
+    assert at.query_params["session"] == "shop-04"
+    assert "### shop\\-04" in texts(at, "markdown")
+
+
+def test_bulk_changes_need_a_reviewer(db: Path) -> None:
+    at = _sessions()
+    _select(at, rows=[0, 1])
+    run(at)
+    assert any("Enter your name" in t for t in texts(at, "info"))
+    assert at.button(key="bulk_apply").disabled
+    at.text_input(key="reviewer").input("ann")
+    run(at)
+    assert not at.button(key="bulk_apply").disabled
+
+
+def test_bulk_status_for_the_ticked_rows(db: Path, store: Store) -> None:
+    at = _sessions()
+    at.text_input(key="reviewer").input("ann")
+    _select(at, rows=[8, 9, 10])
+    run(at)
+    assert at.radio(key="bulk_scope").value == "selected"
+    at.selectbox(key="bulk_status").set_value("rejected")
+    run(at)
+    assert at.button(key="bulk_apply").label == "Apply to 3 sessions"
+    at.button(key="bulk_apply").click()
+    run(at)
+    assert "3 sessions changed." in texts(at, "success")
+    rejected = store.pks("shop")[8:11]
+    for pk in rejected:
+        stored = store.get(pk)
+        assert (stored.session.status, stored.status_by) == ("rejected", "ann")
+        assert [(e.field, e.new, e.author) for e in store.history(pk)] == [("status", "rejected", "ann")]
+    assert count(store, "shop", SessionFilter(status=["rejected"])) == 3
+    assert list(at.dataframe(key="sessions_table").value["status"][8:11]) == ["rejected"] * 3
+
+
+def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:
+    at = _sessions()
+    at.text_input(key="reviewer").input("ann")
+    _select(at, rows=[0, 29])
+    run(at)
+    at.selectbox(key="bulk_action").set_value("add tag")
+    run(at)
+    at.text_input(key="bulk_tag").input("later")
+    run(at)
+    at.button(key="bulk_apply").click()
+    run(at)
+    assert count(store, "shop", SessionFilter(tags=["later"])) == 2
+    assert "later (2)" in at.multiselect(key="f_tags").options  # shown with its count
+
+
+def test_bulk_status_for_the_whole_filter_needs_the_confirmation(db: Path, store: Store) -> None:
+    at = _sessions()
+    at.text_input(key="reviewer").input("ann")
+    at.multiselect(key="f_status").set_value(["flagged"])
+    at.selectbox(key="page_size").set_value(25)
+    run(at)
+    at.radio(key="bulk_scope").set_value("filter")
+    at.selectbox(key="bulk_status").set_value("approved")
+    run(at)
+    assert at.checkbox(key="bulk_confirm").label == "Yes, change 3"
+    assert at.button(key="bulk_apply").disabled
+    at.checkbox(key="bulk_confirm").check()
+    run(at)
+    at.button(key="bulk_apply").click()
+    run(at)
+    assert "3 sessions changed." in texts(at, "success")
+    assert count(store, "shop", SessionFilter(status=["flagged"])) == 0
+    assert count(store, "shop", SessionFilter(status=["approved"])) == 8
+    assert _total(at) == 0  # the filter (flagged) matches none now
+    assert count(store, "shop", SessionFilter(status=["todo"])) == 22  # nothing else changed
