@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.review.tables import session_label
 from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter, browse
 from evalcore.store.runs import Runs
@@ -21,6 +22,14 @@ class SessionsTable:
     metrics: list[str] = field(default_factory=list)
     pks: list[int] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns worth showing: an assistant or tags column that is empty on every row is left out."""
+        if not self.rows:
+            return []
+        optional = ("assistant", "tags", "last edit by")
+        return [c for c in self.rows[0] if c not in optional or any(row[c] for row in self.rows)]
 
 
 def sessions_table(
@@ -43,7 +52,7 @@ def sessions_table(
     for item in page.items:
         row: dict[str, Any] = {
             "status": item.status,
-            "id": item.ref,
+            "id": session_label(item.ref),
             "assistant": item.assistant_id or "",
             "first question": item.title,
             "turns": item.n_turns,

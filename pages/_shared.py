@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator
@@ -139,10 +138,6 @@ def report_error(exc: Exception) -> None:
         )
 
 
-def short(value: Any, limit: int = 120) -> str:
-    """A stored value as one short line for a table cell (history's old and new)."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def plural(n: int, word: str) -> str:
+    """``1 chunk``, ``3 chunks``, ``1,200 chunks``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")

@@ -6,6 +6,7 @@ import streamlit as st
 from evalcore.background import start_import
 from evalcore.dataset_views import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.formats import formats
+from evalcore.review.text import literal_markdown
 from evalcore.samples import load_samples
 from evalcore.store.datasets import delete_dataset, rename_dataset
 from evalcore.store.jobs import Jobs
@@ -18,12 +19,20 @@ st.title("Datasets")
 
 rows = dataset_rows(store)
 if rows:
+    small = {name: st.column_config.NumberColumn(name, width="small") for name in ("todo", "approved", "rejected")}
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
+        height=min(38 + 35 * len(rows), 38 + 35 * 15),  # every dataset at once, up to 15
         column_config={
+            "dataset": st.column_config.TextColumn(width="medium", pinned=True),
+            "sessions": st.column_config.NumberColumn(format="localized", width="small"),
+            "formats": st.column_config.TextColumn(width="small"),
+            **small,
+            "flagged": st.column_config.NumberColumn(width="small"),
             "reviewed": st.column_config.ProgressColumn("reviewed", format="percent", min_value=0, max_value=1),
-            "sessions": st.column_config.NumberColumn(format="localized"),
+            "with ground truth": st.column_config.NumberColumn("ground truth", width="small"),
+            "last import": st.column_config.TextColumn(width="small"),
         },
     )
 else:
@@ -36,9 +45,10 @@ def show_outcome(outcome: ImportOutcome) -> None:
     if job.status == "running":
         st.progress(job.fraction, text=f"{job.label} — {job.done:,} of {job.total:,} bytes read")
         return
-    (st.error if job.status == "failed" else st.warning if outcome.problems else st.success)(outcome.headline)
+    show = st.error if job.status == "failed" else st.warning if outcome.problems else st.success
+    show(literal_markdown(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
-        with st.expander(f"{len(outcome.problems)} problems, by line", expanded=True):
+        with st.expander(f"{_shared.plural(len(outcome.problems), 'problem')}, by line", expanded=True):
             st.dataframe(pd.DataFrame(outcome.problems), hide_index=True)
 
 
@@ -80,8 +90,12 @@ with left:
         help="Leave on 'detect' to recognise it.",
     )
     dataset_name = new_name.strip() if target == "+ new dataset" else target
-    if st.button("Import", type="primary", disabled=upload is None or not dataset_name, key="import"):
+    done_already = upload is not None and st.session_state.get("imported_upload") == upload.file_id
+    if done_already:
+        st.caption("This file has been imported; choose another to import again.")
+    if st.button("Import", type="primary", disabled=upload is None or not dataset_name or done_already, key="import"):
         assert upload is not None
+        st.session_state["imported_upload"] = upload.file_id  # one click, one import
         st.session_state["import_job"] = start_import(
             store, upload.getvalue(), upload.name, dataset_name,
             fmt=None if fmt == "detect" else fmt, author=_shared.reviewer(),
@@ -97,7 +111,7 @@ with left:
     elif _shared.dataset():
         outcome = latest_import(store, _shared.dataset() or "")
         if outcome is not None and outcome.job.status != "running":
-            st.caption(f"Last import into {_shared.dataset()}")
+            st.caption(f"Last import into {literal_markdown(_shared.dataset() or '')}")
             show_outcome(outcome)
         elif outcome is not None:
             follow_job(outcome.job.id)  # started in another tab
@@ -115,7 +129,7 @@ with right:
 
     current = _shared.dataset()
     if current:
-        st.subheader(f"Manage {current}")
+        st.subheader(f"Manage {literal_markdown(current)}")  # a name is data: never markdown that loads an image
         if "rename_to" not in st.session_state or st.session_state.get("rename_to_for") != current:
             st.session_state.update(rename_to=current, rename_to_for=current)  # this dataset's name, not the last
         with st.form("rename", border=False):
@@ -127,12 +141,13 @@ with right:
         with st.popover("Delete…", icon=":material/delete:"):
             size = next((r["sessions"] for r in rows if r["dataset"] == current), 0)
             st.write(
-                f"This deletes **{current}**: its {size:,} sessions with their history, comments, verdicts and scores."
+                f"This deletes **{literal_markdown(current)}**: its {size:,} sessions with their history, comments, "
+                "verdicts and scores."
             )
-            typed = st.text_input(f"Type {current} to confirm", key="delete_confirm")
+            typed = st.text_input(f"Type {literal_markdown(current)} to confirm", key="delete_confirm")
             if st.button("Delete for good", type="primary", disabled=typed != current, key="delete"):
                 with _shared.saving("The deletion"):
                     n = delete_dataset(store, current, confirm=typed)
                     st.query_params.pop("dataset", None)
-                    st.toast(f"Deleted {current} ({n} sessions).")
+                    st.toast(f"Deleted {literal_markdown(current)} ({n} sessions).")
                     st.rerun()

@@ -20,6 +20,7 @@ from evalcore.review.fields import (
     turn_changes,
     turn_form_values,
 )
+from evalcore.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.review.text import code_span, literal_markdown
 from evalcore.review.transcript import transcript
 from evalcore.review.weights import explain_weights, format_number
@@ -121,7 +122,7 @@ def problems_text(problems: list[FieldProblem]) -> str:
 nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
 view = transcript(session)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
-st.markdown(f"### {literal_markdown(ref)}")
+st.markdown(f"### {literal_markdown(session_label(ref))}")
 st.caption(
     " · ".join(
         [
@@ -144,14 +145,14 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button("Flag", shortcut=S["flag"][1], key="flag", on_click=set_status, args=("flagged",))
     st.button("To do", shortcut=S["todo"][1], key="todo", on_click=set_status, args=("todo",))
     st.button(
-        "Previous", shortcut=S["previous"][1], key="previous", on_click=go_to, args=(nb.previous,),
+        "Prev", shortcut=S["previous"][1], key="previous", on_click=go_to, args=(nb.previous,),
         disabled=nb.previous is None, help="Previous session in the filter", icon=":material/arrow_back:",
     )  # fmt: skip
     st.button(
         "Next", shortcut=S["next"][1], key="next", on_click=go_to, args=(nb.next,),
         disabled=nb.next is None, help="Next session in the filter", icon=":material/arrow_forward:",
     )  # fmt: skip
-    with st.popover("Shortcuts", icon=":material/keyboard:", help="Keyboard shortcuts (?)"):
+    with st.popover("", icon=":material/keyboard:", help="Keyboard shortcuts"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
 
 # Every message above the columns sits in one container that is always there: a message coming or going
@@ -161,20 +162,22 @@ with st.container():
         st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
     notice = st.session_state.pop("review_notice", None)
     if notice is not None:
-        (st.success if notice[0] == "success" else st.error)(notice[1])
         if notice[0] == "success":
             st.toast(notice[1], icon=":material/check:")
+        else:
+            st.error(notice[1], icon=":material/error:")
 
     conflict = st.session_state.get("review_conflict")
     if conflict is not None:
         with st.container(border=True):
             st.error(f"{conflict['what']} was not saved. {conflict['message']}", icon=":material/sync_problem:")
-            c1, c2, _ = st.columns([2, 3, 5])
-            if c1.button("Take theirs", key="take_theirs", help="Drop your change and show the session as it is now"):
+            choice = st.container(horizontal=True)
+            drop = "Drop your change and show the session as it is now"
+            if choice.button("Take theirs", key="take_theirs", help=drop):
                 st.session_state.pop("review_conflict")
                 rebase(reset=True)
                 st.rerun()
-            if c2.button("Re-apply mine on top", key="reapply", type="primary",
+            if choice.button("Re-apply mine on top", key="reapply", type="primary",
                          help="Save your change over the current version (their other changes stay)"):  # fmt: skip
                 st.session_state.pop("review_conflict")
                 rebase(reset=False)
@@ -215,7 +218,7 @@ with tabs[0]:
             with left:
                 for name in ("reference", "goal", "expected_facts", "reference_topics", "guidelines"):
                     spec = SPECS[name]
-                    height = 160 if name == "reference" else 90
+                    height = 160 if name == "reference" else 110
                     form[name] = st.text_area(spec.label, values[name], help=spec.help, height=height,
                                               key=f"s-{name}-{key}")  # fmt: skip
             with right:
@@ -225,7 +228,7 @@ with tabs[0]:
                     num_rows="dynamic",
                     key=f"s-calls-{key}-{len(seeds.get(key, []))}",
                     column_config={
-                        "name": st.column_config.TextColumn("tool", width="small", required=True),
+                        "name": st.column_config.TextColumn("tool", width="medium", required=True),
                         "arguments": st.column_config.TextColumn("arguments (JSON object)", width="large"),
                     },
                     hide_index=True,
@@ -236,7 +239,7 @@ with tabs[0]:
                     num_rows="dynamic",
                     key=f"s-rubrics-{key}",
                     column_config={
-                        "name": st.column_config.TextColumn("rubric", width="small"),
+                        "name": st.column_config.TextColumn("rubric", width="medium"),
                         "description": st.column_config.TextColumn("description", width="large"),
                     },
                     hide_index=True,
@@ -248,7 +251,7 @@ with tabs[0]:
                 )  # fmt: skip
                 form["expected_retrieved_context"] = st.text_area(
                     SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
-                    help=SPECS["expected_retrieved_context"].help, height=90, key=f"s-erc-{key}",
+                    help=SPECS["expected_retrieved_context"].help, height=130, key=f"s-erc-{key}",
                 )  # fmt: skip
             submitted = st.form_submit_button("Save ground truth", type="primary", disabled=author is None)
         if submitted:
@@ -284,16 +287,13 @@ with tabs[1]:
     if tabs[1].open:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
         st.dataframe(
-            pd.DataFrame(
-                {
-                    "turn": [t.index + 1 for t in view.turns],
-                    "question": [t.query[:80] for t in view.turns],
-                    "weight typed": [format_number(w) if w is not None else "" for w in typed_weights()],
-                    "effective": explained.effective,
-                }
-            ),
+            pd.DataFrame(weight_rows(view, typed_weights(), explained)),
             hide_index=True,
-            column_config={"effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1)},
+            column_config={
+                "turn": st.column_config.NumberColumn(width="small"),
+                "typed": st.column_config.TextColumn("weight typed", width="small"),
+                "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width="small"),
+            },
         )
 
 with tabs[2]:
@@ -322,12 +322,11 @@ with tabs[2]:
             st.segmented_control(
                 f"{literal_markdown(rubric)} (1–5)", [1, 2, 3, 4, 5], default=current, key=f"v-{rubric}-{key}",
                 on_change=give, args=(name, f"v-{rubric}-{key}", {i: float(i) for i in range(1, 6)}),
-                disabled=author is None, help=session.rubrics[rubric] if session.rubrics else None,
+                disabled=author is None, help=literal_markdown(session.rubrics[rubric]) if session.rubrics else None,
             )  # fmt: skip
         if others:
             st.caption("Other reviewers")
-            st.dataframe(pd.DataFrame([{"reviewer": v.author, "verdict": v.name, "value": v.value, "at": v.at[:16]}
-                                       for v in others]), hide_index=True)  # fmt: skip
+            st.dataframe(pd.DataFrame(verdict_rows(others)), hide_index=True)
 
 with tabs[3]:
     if tabs[3].open:
@@ -336,25 +335,11 @@ with tabs[3]:
             st.info("No run has scored this session yet.")
         else:
             st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "run": s.run_id,
-                            "metric": s.metric,
-                            "turn": "" if s.turn is None else str(s.turn + 1),  # one type: Arrow refuses a mix
-                            "value": s.value,
-                            "status": s.status,
-                            "reason": s.reason or s.error or "",
-                            "model": s.model or "",
-                            "tokens": (s.input_tokens or 0) + (s.output_tokens or 0) or None,
-                            "cost": s.cost,
-                        }
-                        for s in scores
-                    ]
-                ),  # fmt: skip
+                pd.DataFrame(score_rows(scores)),
                 hide_index=True,
                 column_config={
-                    "value": st.column_config.NumberColumn(format="%.3f"),
+                    "metric": st.column_config.TextColumn(width="small"),
+                    "value": st.column_config.NumberColumn(format="%.3f", width="small"),
                     "reason": st.column_config.TextColumn(width="large"),
                     "cost": st.column_config.NumberColumn(format="$%.5f"),
                 },
@@ -367,9 +352,11 @@ with tabs[4]:
             st.info("The diff needs both a final answer and a reference answer.")
         else:
             diff = word_diff(answer, reference)
+            source = "reference answer" if session.reference is not None else "last turn's reference answer"
             st.caption(
-                f"The assistant's final answer against the reference: {diff.words_removed} words only in the answer "
-                f"(struck), {diff.words_added} only in the reference, similarity {diff.similarity:.0%}."
+                f"The assistant's final answer against the {source}: "
+                f"{_shared.plural(diff.words_removed, 'word')} only in the answer (struck), "
+                f"{_shared.plural(diff.words_added, 'word')} only in the reference, similarity {diff.similarity:.0%}."
             )
             with st.container(border=True):
                 st.markdown(diff_markdown(diff))
@@ -381,28 +368,20 @@ with tabs[5]:
             st.info("No edit yet: the session is as it was imported.")
         else:
             st.dataframe(
-                pd.DataFrame(
-                    [
-                        {
-                            "edit": e.id,
-                            "at": e.at[:19].replace("T", " "),
-                            "by": e.author,
-                            "field": e.where,
-                            "old": _shared.short(e.old),
-                            "new": _shared.short(e.new),
-                            "reason": e.reason or "",
-                        }
-                        for e in reversed(history)
-                    ]
-                ),  # fmt: skip
+                pd.DataFrame(history_rows(history)),
                 hide_index=True,
+                column_config={
+                    "at": st.column_config.TextColumn(width="small"),
+                    "by": st.column_config.TextColumn(width="small"),
+                    "edit": st.column_config.NumberColumn("#", width="small"),
+                },
             )
-            r1, r2 = st.columns([2, 3], vertical_alignment="bottom")
-            target = r1.selectbox(
-                "Bring the session back to how it was after", [e.id for e in reversed(history)],
-                format_func=lambda i: f"edit #{i}", key=f"restore_to-{key}",
+            labels = {e.id: edit_label(e) for e in history}
+            target = st.selectbox(
+                "Restore the session to how it was after", [e.id for e in reversed(history)],
+                format_func=labels.__getitem__, key=f"restore_to-{key}",
             )  # fmt: skip
-            if r2.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
+            if st.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
                 try:
                     base["version"] = store.restore(pk, int(target), base_version=stored.version, author=author or "")
                 except EvalcoreError as exc:
@@ -441,21 +420,26 @@ page = min(pages, int(st.session_state.get(page_key, 1)))
 
 
 def turn_page(delta: int) -> None:
-    st.session_state[page_key] = min(pages, max(1, page + delta))
+    """Move ``delta`` pages of turns (0: to the page the navigator chose); the link follows."""
+    if delta:
+        st.session_state[page_key] = min(pages, max(1, page + delta))
     st.query_params["turn"] = str((st.session_state[page_key] - 1) * TURNS_PER_PAGE + 1)
 
 
 shown = view.page((page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
 with talk_column:
     with st.container(horizontal=True, vertical_alignment="center", key="turn_nav"):
-        st.button("Earlier turns", key="turns_back", disabled=page <= 1, on_click=turn_page, args=(-1,),
+        st.button("Earlier", key="turns_back", disabled=page <= 1, on_click=turn_page, args=(-1,),
                   shortcut=S["turns_back"][1], icon=":material/arrow_upward:")  # fmt: skip
-        st.button("Later turns", key="turns_on", disabled=page >= pages, on_click=turn_page, args=(1,),
+        st.button("Later", key="turns_on", disabled=page >= pages, on_click=turn_page, args=(1,),
                   shortcut=S["turns_on"][1], icon=":material/arrow_downward:")  # fmt: skip
         if shown:
             st.caption(f"Turns {shown[0].index + 1}–{shown[-1].index + 1} of {view.turn_count}")
+        if pages > 1:
+            st.pagination(pages, key=page_key, on_change=turn_page, args=(0,), max_visible_pages=5)
     if view.retrieved_context:
-        with st.expander(f"Retrieved context · {len(view.retrieved_context)} chunks", icon=":material/library_books:"):
+        chunks = _shared.plural(len(view.retrieved_context), "chunk")
+        with st.expander(f"Retrieved context · {chunks}", icon=":material/library_books:"):
             for chunk in view.retrieved_context:
                 st.markdown(f"{code_span(chunk.doc_uri or 'no uri')}  \n" + literal_markdown(chunk.content or ""))
     if page == 1 and view.preamble:
@@ -473,10 +457,12 @@ with talk_column:
             marks = [f"effective weight {format_number(explained.effective[turn.index])}"]
             marks += [SPECS[name].label.lower() for name in ("ground_truth", "observation", "expected_tool_usage")
                       if values[name]]  # fmt: skip
-            with st.expander(  # keyed: its label follows the typed weight, and a new label must not close it
+            # Keyed, so that its label can follow the typed weight without closing it.
+            editor = st.expander(
                 f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:",
                 key=f"turn-truth-{turn.index}-{key}",
-            ):  # fmt: skip
+            )  # fmt: skip
+            with editor:
                 st.number_input(
                     "Weight", value=values["weight"], min_value=0.0, step=0.05, format="%.3f", key=weight_key,
                     placeholder="not set", help=SPECS["weight"].help, persist_state="session",
@@ -487,13 +473,13 @@ with talk_column:
                 with st.form(f"turn-form-{turn.index}-{key}", border=False):
                     tform: dict[str, Any] = {
                         "ground_truth": st.text_area("Reference answer for this turn", values["ground_truth"],
-                                                     key=f"t-gt-{turn.index}-{key}", height=90,
+                                                     key=f"t-gt-{turn.index}-{key}", height=100,
                                                      help=SPECS["ground_truth"].help),
                         "observation": st.text_area("Observation", values["observation"],
                                                     key=f"t-obs-{turn.index}-{key}", height=68,
                                                     help=SPECS["observation"].help),
                         "expected_tool_usage": st.text_area("Expected tool usage (JSON)", values["expected_tool_usage"],
-                                                            key=f"t-etu-{turn.index}-{key}", height=68,
+                                                            key=f"t-etu-{turn.index}-{key}", height=120,
                                                             help=SPECS["expected_tool_usage"].help),
                         "qa_id": st.text_input("Turn id (qa_id)", values["qa_id"], key=f"t-qa-{turn.index}-{key}",
                                                help=SPECS["qa_id"].help),

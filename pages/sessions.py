@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
+from evalcore.review.tables import session_label
 from evalcore.schema import STATUSES
 from evalcore.sessions_table import sessions_table
 from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
@@ -54,7 +55,7 @@ truth = c[3].selectbox(
 )  # fmt: skip
 search = c[4].text_input(
     "Search", key="f_search", persist_state="session", on_change=reset_page,
-    placeholder="words in messages and ground truth; word* for a prefix",
+    placeholder="words (word* for a prefix)",
 )  # fmt: skip
 
 run_id = metric = min_score = max_score = None
@@ -117,6 +118,7 @@ event = st.dataframe(
     pd.DataFrame(table.rows),
     hide_index=True,
     column_config=config,
+    column_order=table.columns,
     on_select="rerun",
     selection_mode=["multi-row", "single-cell"],
     key="sessions_table",
@@ -129,10 +131,10 @@ if cells:
 selected = [table.pks[i] for i in (event.selection.rows if event else []) if i < len(table.pks)]
 
 p = st.columns([1, 1, 1.2, 6], vertical_alignment="bottom")
-if p[0].button("◀ Previous", disabled=number <= 1, key="page_prev"):
+if p[0].button("Previous", icon=":material/arrow_back:", disabled=number <= 1, key="page_prev"):
     st.session_state["page_number"] = number - 1
     st.rerun()
-if p[1].button("Next ▶", disabled=number >= pages, key="page_next"):
+if p[1].button("Next", icon=":material/arrow_forward:", disabled=number >= pages, key="page_next"):
     st.session_state["page_number"] = number + 1
     st.rerun()
 p[2].selectbox(
@@ -141,7 +143,7 @@ p[2].selectbox(
 p[3].caption(f"Page {number:,} of {pages:,}")
 if len(selected) == 1:
     i = table.pks.index(selected[0])
-    if st.button(f"Open {table.refs[i]} in Review", icon=":material/open_in_new:", key="open_selected"):
+    if st.button(f"Open {session_label(table.refs[i])} in Review", icon=":material/open_in_new:", key="open_selected"):
         _shared.open_session(table.refs[i])
 
 # -- bulk changes -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ machine; it is stopped (by its PID) when the test is done.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -67,7 +68,7 @@ def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None 
         sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal",
+        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal", "--theme.primaryColor", "#2f62c7",
     ]  # fmt: skip
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(db.parent))
@@ -100,12 +101,14 @@ def browser() -> Iterator[Any]:
 
 
 #: True once the script has finished and every element of the last run is shown: Streamlit marks the app
-#: with its script state and fades elements still waiting for a run's output (``data-stale``).
+#: with its script state, fades elements still waiting for a run's output (``data-stale``), and holds a
+#: skeleton in the place of a widget whose code is still loading (``stSkeleton``).
 _SETTLED = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     return !!app && app.dataset.testScriptState === 'notRunning'
         && app.dataset.testConnectionState === 'CONNECTED'
-        && !document.querySelector('[data-stale="true"]');
+        && !document.querySelector('[data-stale="true"]')
+        && !document.querySelector('[data-testid="stSkeleton"]');
 }"""
 
 
@@ -141,6 +144,8 @@ def shot(page: Any, name: str) -> Path:
     """
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    with contextlib.suppress(Exception):  # a page that never settles (a failed test's) is shown as it is
+        settle(page, 5_000)  # no half-loaded widget in the picture
     size = page.viewport_size
     tall = page.evaluate(
         "() => { const m = document.querySelector('[data-testid=\"stMain\"]'); return m ? m.scrollHeight : 0; }"

@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.background import wait_for
 from evalcore.overview import sample_files
+from evalcore.review.text import literal_markdown
 from evalcore.samples import sample_dataset_name
 from evalcore.store import Store
 from evalcore.store.jobs import Jobs
@@ -81,20 +82,25 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     run(at)  # the next refresh shows the outcome
     assert at.selectbox(key="dataset").value == "mine"
     [headline] = texts(at, "warning")
-    assert "2 sessions stored (2 new" in headline and "1 records with errors were skipped" in headline
+    assert literal_markdown("2 sessions stored (2 new") in headline
+    assert literal_markdown("1 record with errors skipped") in headline
     problems = at.dataframe[1].value.to_dict("records")
     assert len(problems) == 1 and problems[0]["line"] == 2 and problems[0]["level"] == "error"
     assert "not valid JSON" in problems[0]["problem"]
     assert _table(at)["mine"]["sessions"] == 2
     assert sorted(store.get(pk).session.session_id or "" for pk in store.pks("mine")) == ["shop-00", "shop-01"]
 
-    # The same file again, into the same dataset: nothing new, the same problem.
+    # One click, one import: the same upload cannot be imported twice by accident...
+    assert at.button(key="import").disabled
+    assert "This file has been imported; choose another to import again." in texts(at, "caption")
+    # ...but the same file chosen again goes in again: nothing new, the same problem.
+    _upload(at, "mine.jsonl", data)
     at.button(key="import").click()
     run(at)
     job = next(j for j in Jobs(store).recent("mine") if j.kind == "import")
     wait_for(store, job.id)
     run(at)
-    assert "0 new, 0 updated, 2 unchanged" in texts(at, "warning")[0]
+    assert literal_markdown("0 new, 0 updated, 2 unchanged") in texts(at, "warning")[0]
     assert len(store.pks("mine")) == 2
 
 
@@ -110,7 +116,7 @@ def test_an_import_that_fails(db: Path, store: Store) -> None:
     assert not at.exception
     assert len(store.pks("shop")) == 30
     shown = texts(at, "error") + texts(at, "warning")
-    assert any("import nothing.json" in t for t in shown), shown
+    assert any(literal_markdown("import nothing.json") in t for t in shown), shown
 
 
 def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

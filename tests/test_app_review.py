@@ -114,7 +114,7 @@ def test_saving_the_reference_answer(db: Path, store: Store) -> None:
     assert field.value == "The parcel left the warehouse on Monday."
     field.input("The parcel is on its way.")
     _submit(at, "truth-")
-    assert "The ground truth saved." in texts(at, "success")
+    assert "The ground truth saved." in texts(at, "toast")
     pk, stored = _session(store)
     assert stored.session.reference == "The parcel is on its way."
     assert stored.version == 2
@@ -173,7 +173,7 @@ def test_saving_a_turns_ground_truth(db: Path, store: Store) -> None:
     by_prefix(at.text_area, "t-etu-0-").input('{"tools": ["get_order"]}')
     by_prefix(at.text_input, "t-qa-0-").input("q1")
     _submit(at, "turn-form-0-")
-    assert "Turn 1 saved." in texts(at, "success")
+    assert "Turn 1 saved." in texts(at, "toast")
     pk, stored = _session(store)
     truth = stored.session.turn_truth[0]
     assert (truth.ground_truth, truth.observation, truth.expected_tool_usage, truth.qa_id) == (
@@ -221,7 +221,7 @@ def test_the_effective_weights_follow_what_is_typed(db: Path, store: Store) -> N
     _tab(at, "Weights")
     assert sentence in texts(at, "info")
     table = at.dataframe[0].value
-    assert list(table["weight typed"]) == ["0.5", "", "", "", "", ""]
+    assert list(table["typed"]) == ["0.5", "", "", "", "", ""]
     assert list(table["effective"]) == pytest.approx([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
     # Saved with the turn's form.
     _tab(at, "Truth")
@@ -313,7 +313,7 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
     bob = _review(reviewer="bob")  # another browser, the same database
     by_prefix(bob.text_area, "s-reference-").input("Bob's reference")
     _submit(bob, "truth-")
-    assert "The ground truth saved." in texts(bob, "success")
+    assert "The ground truth saved." in texts(bob, "toast")
 
     run(ann)  # any rerun tells Ann, before she saves
     assert any(w.startswith("bob changed this session since you opened it (reference)") for w in texts(ann, "warning"))
@@ -338,7 +338,7 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
         assert stored.version == 3 and stored.session.goal == "Find order 7"
         assert [(e.author, e.field) for e in store.history(pk)] == [("bob", "reference"), ("ann", "goal")]
         assert by_prefix(ann.text_area, "s-goal-").value == "Find order 7"
-        assert "The ground truth saved." in texts(ann, "success")
+        assert "The ground truth saved." in texts(ann, "toast")
     # Either way Ann's forms are on the current version now: her next save goes through.
     by_prefix(ann.text_area, "s-goal-").input("Track order 7")
     _submit(ann, "truth-")
@@ -380,7 +380,7 @@ def test_history_and_restore(db: Path, store: Store) -> None:
     by_prefix(at.selectbox, "restore_to-").set_value(first.id)
     by_prefix(at.button, "restore-").click()
     run(at)
-    assert f"Restored to the state after edit #{first.id}." in texts(at, "success")
+    assert f"Restored to the state after edit #{first.id}." in texts(at, "toast")
     assert store.get(pk).session.reference == "First rewrite."
     assert store.history(pk)[-1].reason == f"restored to the state after edit #{first.id}"
     assert len(at.dataframe[0].value) == 3
@@ -443,11 +443,12 @@ def test_scores_of_the_sample_runs(db: Path, store: Store) -> None:
     assert expected and {s.metric for s in expected} <= set(SAMPLE_METRICS)
     table = at.dataframe[0].value
     assert len(table) == len(expected)
-    assert set(table["metric"]) == {s.metric for s in expected}
+    named = {s.metric + ("" if s.turn is None else f" · turn {s.turn + 1}") for s in expected}
+    assert set(table["metric"]) == named
     assert {"tool_call_accuracy", "turn_count"} <= set(table["metric"])
-    shown = {(m, t): v for m, t, v in zip(table["metric"], table["turn"], table["value"], strict=True)}
+    shown = dict(zip(table["metric"], table["value"], strict=True))
     for s in expected:
-        value = shown[(s.metric, "" if s.turn is None else str(s.turn + 1))]
+        value = shown[s.metric + ("" if s.turn is None else f" · turn {s.turn + 1}")]
         assert math.isnan(value) if s.value is None else value == pytest.approx(s.value)
 
 
@@ -460,7 +461,7 @@ def test_scores_of_an_unscored_session(db: Path, store: Store, tmp_path: Path) -
 
 def test_the_diff_of_the_answer_and_the_reference(db: Path) -> None:
     at = _tab(_review(), "Diff")
-    assert any("1 words only in the answer (struck), 1 only in the reference" in c for c in texts(at, "caption"))
+    assert any("1 word only in the answer (struck), 1 word only in the reference" in c for c in texts(at, "caption"))
     markdown = texts(at, "markdown")
     assert any("~~depot~~" in m and "warehouse" in m for m in markdown)
     at = _tab(_review(session="r-second"), "Diff")

@@ -1,0 +1,98 @@
+"""Every page and every Review tab on the sample data, as a reviewer sees them at 1400 px: each one is
+saved under tests/e2e/artifacts/ (``shot``) for a person to look at, and checked for what it must show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from app_server import settle, shot
+from e2e_ui import (
+    SAMPLE_DATA,
+    Server,
+    heading,
+    open_expander,
+    review_path,
+    set_reviewer,
+    start_server,
+    text_area,
+    toast,
+)
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Any]
+
+#: Each Review tab, with something it must show on this sample session.
+TABS = {
+    "Truth": "Save ground truth",
+    "Weights": "effective",
+    "Verdict": "Does the assistant pass?",
+    "Scores": "metric",
+    "Diff": "The assistant's final answer against the",
+    "History": "Restore the session to how it was after",
+    "Comments": "Add a comment",
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app on a temporary database that the sample data is loaded into on first use, as for a newcomer."""
+    yield from start_server(tmp_path_factory, samples=SAMPLE_DATA)
+
+
+def test_datasets_and_sessions_pages(server: Server, new_page: NewPage) -> None:
+    page = new_page("/")
+    expect(heading(page)).to_have_text("Datasets")
+    expect(page.get_by_role("heading", name="Import a file")).to_be_visible()
+    expect(page.get_by_role("heading", name="Manage sample-databricks")).to_be_visible()
+    shot(page, "datasets")
+
+    page.get_by_role("link", name="Sessions").click()
+    expect(heading(page)).to_have_text("Sessions")
+    expect(page.get_by_text("sessions. Click a cell to open its session")).to_be_visible()
+    settle(page)
+    shot(page, "sessions")
+
+
+def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
+    [(ref,)] = server.rows(
+        "SELECT s.key FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
+        " WHERE d.name = 'sample-evalcore' AND s.session_id = 'air-missed-connection-0412'"
+    )
+    page = new_page(review_path("sample-evalcore", ref))
+    expect(heading(page)).to_have_text(ref)
+    set_reviewer(page, "Alice")
+    shot(page, "review-top")
+
+    # Something in History and Comments, made the way a reviewer makes them.
+    goal = text_area(page, "Goal")
+    goal.fill("Get the passenger to Halifax tonight at no cost.")
+    page.get_by_role("button", name="Save ground truth").click()
+    expect(toast(page, "The ground truth saved.")).to_be_visible()
+    settle(page)
+    page.get_by_role("tab", name="Comments").click()
+    settle(page)
+    text_area(page, "Add a comment").fill("The meal voucher is right: the wait is over 3 hours.")
+    page.get_by_role("button", name="Comment", exact=True).click()
+    expect(page.get_by_text("The meal voucher is right")).to_be_visible()
+    page.get_by_role("tab", name="Truth").click()
+    settle(page)
+
+    open_expander(page, "Ground truth for turn 1")
+    shot(page, "review-turn-editor")
+
+    for tab, shows in TABS.items():
+        page.get_by_role("tab", name=tab).click()
+        settle(page)
+        panel = page.locator('[data-testid="stTabs"]')
+        expect(panel.get_by_text(shows).first).to_be_attached()
+        if tab == "Verdict":
+            verdict = page.get_by_role("radio", name="pass", exact=True)
+            verdict.click()
+            expect(verdict).to_have_attribute("aria-checked", "true")
+            settle(page)
+        shot(page, f"review-tab-{tab.lower()}")
