@@ -122,7 +122,18 @@ def problems_text(problems: list[FieldProblem]) -> str:
 nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
 view = transcript(session)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
-st.markdown(f"### {literal_markdown(session_label(ref))}")
+title, moves = st.columns([5, 3], vertical_alignment="bottom")
+title.markdown(f"### {literal_markdown(session_label(ref))}")
+S = _shared.SHORTCUTS
+with moves.container(horizontal=True, horizontal_alignment="right", key="moves"):
+    st.button(
+        "Prev", shortcut=S["previous"][1], key="previous", on_click=go_to, args=(nb.previous,),
+        disabled=nb.previous is None, help="Previous session in the filter", icon=":material/arrow_back:",
+    )  # fmt: skip
+    st.button(
+        "Next", shortcut=S["next"][1], key="next", on_click=go_to, args=(nb.next,),
+        disabled=nb.next is None, help="Next session in the filter", icon=":material/arrow_forward:",
+    )  # fmt: skip
 st.caption(
     " · ".join(
         [
@@ -134,7 +145,6 @@ st.caption(
         ]
     )
 )
-S = _shared.SHORTCUTS
 with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button(
         "Approve & next", type="primary", shortcut=S["approve_next"][1], key="approve_next", icon=":material/done_all:",
@@ -144,15 +154,7 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button("Reject", shortcut=S["reject"][1], key="reject", on_click=set_status, args=("rejected",))
     st.button("Flag", shortcut=S["flag"][1], key="flag", on_click=set_status, args=("flagged",))
     st.button("To do", shortcut=S["todo"][1], key="todo", on_click=set_status, args=("todo",))
-    st.button(
-        "Prev", shortcut=S["previous"][1], key="previous", on_click=go_to, args=(nb.previous,),
-        disabled=nb.previous is None, help="Previous session in the filter", icon=":material/arrow_back:",
-    )  # fmt: skip
-    st.button(
-        "Next", shortcut=S["next"][1], key="next", on_click=go_to, args=(nb.next,),
-        disabled=nb.next is None, help="Next session in the filter", icon=":material/arrow_forward:",
-    )  # fmt: skip
-    with st.popover("", icon=":material/keyboard:", help="Keyboard shortcuts"):
+    with st.popover("Shortcuts", icon=":material/keyboard:", help="Every keyboard shortcut of this page"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
 
 # Every message above the columns sits in one container that is always there: a message coming or going
@@ -199,7 +201,7 @@ with st.container():
 
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
-talk_column, panel = st.columns([5, 4], gap="large")
+talk_column, panel = st.columns([1, 1], gap="medium")
 with panel:
     tabs = st.tabs(
         ["Truth", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"], key="review_tab", on_change="rerun"
@@ -337,8 +339,9 @@ with tabs[3]:
             st.dataframe(
                 pd.DataFrame(score_rows(scores)),
                 hide_index=True,
+                height=min(38 + 35 * len(scores), 38 + 35 * 20),
                 column_config={
-                    "metric": st.column_config.TextColumn(width="small"),
+                    "metric": st.column_config.TextColumn(width="medium"),
                     "value": st.column_config.NumberColumn(format="%.3f", width="small"),
                     "reason": st.column_config.TextColumn(width="large"),
                     "cost": st.column_config.NumberColumn(format="$%.5f"),
@@ -370,6 +373,7 @@ with tabs[5]:
             st.dataframe(
                 pd.DataFrame(history_rows(history)),
                 hide_index=True,
+                height=min(38 + 35 * len(history), 38 + 35 * 12),
                 column_config={
                     "at": st.column_config.TextColumn(width="small"),
                     "by": st.column_config.TextColumn(width="small"),

@@ -89,4 +89,6 @@ def session_label(ref: str) -> str:
         source, _, position = ref[4:].rpartition(":")
         if position.isdigit():
             return f"{source} · session {int(position) + 1}"
+    if ref.startswith("id:"):  # the identity of a session with a session_id: that id
+        return ref[3:]
     return ref

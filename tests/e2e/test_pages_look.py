@@ -63,8 +63,8 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
         "SELECT s.key FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
         " WHERE d.name = 'sample-evalcore' AND s.session_id = 'air-missed-connection-0412'"
     )
-    page = new_page(review_path("sample-evalcore", ref))
-    expect(heading(page)).to_have_text(ref)
+    page = new_page(review_path("sample-evalcore", ref))  # the stored identity (id:...) opens it too
+    expect(heading(page)).to_have_text("air-missed-connection-0412")
     set_reviewer(page, "Alice")
     shot(page, "review-top")
 
