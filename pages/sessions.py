@@ -108,7 +108,7 @@ st.caption(
 config = {
     "status": st.column_config.TextColumn(width="small"),
     "id": st.column_config.TextColumn(width="medium"),
-    "first question": st.column_config.TextColumn(width="large"),
+    "first question": st.column_config.TextColumn(width="medium"),
     "turns": st.column_config.NumberColumn(width="small"),
     "tool calls": st.column_config.NumberColumn(width="small"),
     "ground truth": st.column_config.CheckboxColumn(width="small"),
@@ -130,17 +130,18 @@ if cells:
     _shared.open_session(table.refs[cells[0][0]])
 selected = [table.pks[i] for i in (event.selection.rows if event else []) if i < len(table.pks)]
 
-p = st.columns([1, 1, 1.2, 6], vertical_alignment="bottom")
-if p[0].button("Previous", icon=":material/arrow_back:", disabled=number <= 1, key="page_prev"):
-    st.session_state["page_number"] = number - 1
-    st.rerun()
-if p[1].button("Next", icon=":material/arrow_forward:", disabled=number >= pages, key="page_next"):
-    st.session_state["page_number"] = number + 1
-    st.rerun()
-p[2].selectbox(
-    "Rows per page", [25, 50, 100, 200], index=1, key="page_size", persist_state="session", on_change=reset_page
-)
-p[3].caption(f"Page {number:,} of {pages:,}")
+with st.container(horizontal=True, vertical_alignment="bottom", key="pager"):
+    if st.button("Previous", icon=":material/arrow_back:", disabled=number <= 1, key="page_prev"):
+        st.session_state["page_number"] = number - 1
+        st.rerun()
+    if st.button("Next", icon=":material/arrow_forward:", disabled=number >= pages, key="page_next"):
+        st.session_state["page_number"] = number + 1
+        st.rerun()
+    st.caption(f"Page {number:,} of {pages:,}")
+    st.selectbox(
+        "Rows per page", [25, 50, 100, 200], index=1, key="page_size", persist_state="session", on_change=reset_page,
+        width=140,
+    )  # fmt: skip
 if len(selected) == 1:
     i = table.pks.index(selected[0])
     if st.button(f"Open {session_label(table.refs[i])} in Review", icon=":material/open_in_new:", key="open_selected"):
