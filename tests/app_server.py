@@ -6,7 +6,6 @@ machine; it is stopped (by its PID) when the test is done.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import os
 import shutil
@@ -88,33 +87,17 @@ def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None 
             out.close()  # type: ignore[union-attr]
 
 
-_shared_browser: list[Any] = []  # [playwright, browser]: one per process (Playwright's sync API allows one)
-
-
-def _stop_browser() -> None:
-    if _shared_browser:
-        playwright, chrome = _shared_browser
-        chrome.close()
-        playwright.stop()
-        _shared_browser.clear()
-
-
 @contextmanager
 def browser() -> Iterator[Any]:
-    """A headless Debian Chromium driven by Playwright, started once per process and shared by every test
-    (Playwright's sync API refuses a second instance while one runs); it stops when the process ends."""
-    if not _shared_browser:
-        from playwright.sync_api import sync_playwright
+    """A headless Debian Chromium driven by Playwright."""
+    from playwright.sync_api import sync_playwright
 
-        playwright = sync_playwright().start()
+    with sync_playwright() as p:
+        chrome = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            chrome = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        except Exception:
-            playwright.stop()
-            raise
-        _shared_browser.extend([playwright, chrome])
-        atexit.register(_stop_browser)
-    yield _shared_browser[1]
+            yield chrome
+        finally:
+            chrome.close()
 
 
 #: True once the script has finished and every element of the last run is shown: Streamlit marks the app
