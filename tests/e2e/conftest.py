@@ -27,7 +27,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     yield from start_server(tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # not longer: a running Playwright keeps an event loop that other tests must not see
 def chrome() -> Iterator[Any]:
     """Debian's Chromium (or ``$EVALCORE_CHROMIUM``) driven by Playwright; a missing browser fails the tests."""
     hint = "install Debian's package (apt-get install chromium) or point EVALCORE_CHROMIUM at a Chromium binary"
