@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest browser bench clean
+.PHONY: setup run test lint typecheck pytest browser bench fuzz clean
 
 setup: $(STAMP)
 
@@ -39,6 +39,13 @@ bench: setup
 	$(BIN)/python tests/bench/bench_store.py
 	$(BIN)/python tests/bench/bench_metrics.py
 	$(BIN)/python tests/bench/bench_app.py
+
+# The fuzz suite with a large budget (make test runs a small one): hostile versions of every sample
+# file through validate, convert and import. EVALCORE_FUZZ_CASES / EVALCORE_FUZZ_SECONDS / EVALCORE_FUZZ_SEED
+# change it; EVALCORE_FUZZ_MATCH=TEXT runs only the cases whose name holds TEXT.
+fuzz: setup
+	EVALCORE_FUZZ_CASES=$${EVALCORE_FUZZ_CASES:-20000} EVALCORE_FUZZ_SECONDS=$${EVALCORE_FUZZ_SECONDS:-3600} \
+		$(BIN)/pytest -q tests/fuzz
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .bench

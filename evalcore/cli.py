@@ -1,22 +1,38 @@
-"""The ``evalcore`` command line. Exit codes: 0 success, 1 the input had problems, 2 usage error."""
+"""The ``evalcore`` command line.
+
+Exit codes (the README's "Command line" lists them too): 0 success, 1 the input had problems,
+2 a usage error (a bad option, a missing file, an unknown name), 3 the database failed (a full
+disk, a read-only, locked or damaged file), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+An interrupted or terminated run leaves no partial output file behind.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TextIO
 
 from evalcore.convert import convert_file, validate_file
-from evalcore.errors import EvalcoreError, UsageError
+from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
 from evalcore.formats import formats
+from evalcore.outputs import discard_live
 from evalcore.progress import ProgressBar
 
 __all__ = ["main"]
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
+_INT64_MAX = 2**63 - 1  # SQLite's largest integer: a run id beyond it cannot exist
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
 
     convert = sub.add_parser("convert", help="convert a file from one format to another, streaming")
     convert.add_argument("input", metavar="IN", help="input file (JSONL, JSON array or JSON document)")
-    convert.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.json for one JSON array)")
+    convert.add_argument(
+        "-o", "--output", required=True, type=_text, metavar="OUT", help="output file (.json for one JSON array)"
+    )
     convert.add_argument(
         "--to", required=True, choices=writable, metavar="FORMAT", help=f"one of: {', '.join(writable)}"
     )
@@ -47,16 +65,20 @@ def _parser() -> argparse.ArgumentParser:
     db_help = "SQLite file (default: $EVALCORE_DB, else ./evalcore.db)"
     imp = sub.add_parser("import", help="import a file into a dataset of the store")
     imp.add_argument("input", metavar="IN")
-    imp.add_argument("--dataset", required=True, metavar="NAME", help="dataset to import into (created if new)")
+    imp.add_argument(
+        "--dataset", required=True, type=_name, metavar="NAME", help="dataset to import into (created if new)"
+    )
     imp.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
-    imp.add_argument("--db", default=None, help=db_help)
+    imp.add_argument("--db", default=None, type=_text, help=db_help)
 
     exp = sub.add_parser("export", help="export a dataset, filtered, with its curated ground truth")
-    exp.add_argument("--dataset", required=True, metavar="NAME")
+    exp.add_argument("--dataset", required=True, type=_name, metavar="NAME")
     exp.add_argument("--to", required=True, choices=writable, metavar="FORMAT", help=f"one of: {', '.join(writable)}")
-    exp.add_argument("-o", "--output", required=True, metavar="OUT", help="output file (.json for one JSON array)")
+    exp.add_argument(
+        "-o", "--output", required=True, type=_text, metavar="OUT", help="output file (.json for one JSON array)"
+    )
     exp.add_argument(
         "--status", action="append", default=[], metavar="S", help="only this review status (repeat or a,b)"
     )
@@ -65,14 +87,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     exp.add_argument("--assistant", metavar="ID", help="only this assistant's sessions")
     exp.add_argument("--search", metavar="TEXT", help="only sessions whose text contains every word")
-    exp.add_argument("--run", type=int, metavar="RUN", help="with --metric: filter on that run's scores")
+    exp.add_argument(
+        "--run", type=_number(int, low=1, high=_INT64_MAX), metavar="RUN", help="with --metric: that run's scores"
+    )
     exp.add_argument("--metric", metavar="NAME")
-    exp.add_argument("--min-score", type=float, metavar="X")
-    exp.add_argument("--max-score", type=float, metavar="X")
-    exp.add_argument("--db", default=None, help=db_help)
+    exp.add_argument("--min-score", type=_number(float), metavar="X")
+    exp.add_argument("--max-score", type=_number(float), metavar="X")
+    exp.add_argument("--db", default=None, type=_text, help=db_help)
 
     score = sub.add_parser("score", help="score a dataset with metrics; every score saved under a run")
-    score.add_argument("--dataset", required=True, metavar="NAME")
+    score.add_argument("--dataset", required=True, type=_name, metavar="NAME")
     score.add_argument(
         "--metrics", default="", metavar="a,b", help="metric names, comma-separated (name:key=value sets a parameter)"
     )
@@ -83,9 +107,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="one metric spec (repeatable; for values with commas)",
     )
-    score.add_argument("--output", metavar="OUT.jsonl", help="also write one JSON line per (session, metric)")
     score.add_argument(
-        "--concurrency", type=_positive(int), metavar="N", help="judge calls in flight at once (default 8)"
+        "--output", type=_text, metavar="OUT.jsonl", help="also write one JSON line per (session, metric)"
+    )
+    score.add_argument(
+        "--concurrency",
+        type=_number(int, low=1, high=1024),
+        metavar="N",
+        help="judge calls in flight at once (default 8)",
     )
     score.add_argument("--judge-model", metavar="MODEL", help="judge model (default: $EVALCORE_JUDGE_MODEL)")
     score.add_argument(
@@ -96,37 +125,100 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--api-key", metavar="KEY", help="API key (default: $EVALCORE_API_KEY, else $OPENAI_API_KEY)")
     score.add_argument("--prices", metavar="FILE", help='JSON {"model": [input, output]} in $ per million tokens')
     score.add_argument(
-        "--timeout", type=_positive(float), metavar="S", help="seconds before a judge call times out (default 60)"
+        "--timeout",
+        type=_number(float, low=0, above=True, high=86_400),
+        metavar="S",
+        help="seconds before a judge call times out (default 60)",
     )
     score.add_argument(
-        "--max-retries", type=_positive(int, zero=True), metavar="N", help="retries of a failed judge call (default 4)"
+        "--max-retries",
+        type=_number(int, low=0, high=100),
+        metavar="N",
+        help="retries of a failed judge call (default 4)",
     )
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
-    score.add_argument("--db", default=None, help=db_help)
+    score.add_argument("--db", default=None, type=_text, help=db_help)
 
     app = sub.add_parser("app", help="start the Streamlit review app")
-    app.add_argument("--db", default=None, help=db_help)
-    app.add_argument("--port", type=int, default=8501, help="the port to serve on (default 8501)")
+    app.add_argument("--db", default=None, type=_text, help=db_help)
+    app.add_argument(
+        "--port", type=_number(int, low=1, high=65_535), default=8501, help="the port to serve on (default 8501)"
+    )
     app.add_argument(
         "--address", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; 0.0.0.0 to share)"
     )
     return parser
 
 
-def _positive(kind: type[int] | type[float], *, zero: bool = False) -> Callable[[str], float]:
+def _number(
+    kind: type[int] | type[float], *, low: float | None = None, above: bool = False, high: float | None = None
+) -> Callable[[str], float]:
+    """The one check of every numeric option: a number of ``kind``, finite (no NaN, no infinity), at
+    least ``low`` (more than it when ``above``), at most ``high``. Its message names what is wrong."""
+
     def parse(text: str) -> float:
-        value = kind(text)
-        if value < 0 or (value == 0 and not zero):
-            raise argparse.ArgumentTypeError(f"must be {'0 or more' if zero else 'more than 0'}, got {text}")
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        try:
+            value = kind(text)
+        except ValueError:
+            if kind is int and text.strip().lstrip("+-").isdigit():  # past Python's 4,300-digit limit
+                raise argparse.ArgumentTypeError(f"must be at most {_plain(high)}, got {shown}") from None
+            raise argparse.ArgumentTypeError(
+                f"must be {'a whole number' if kind is int else 'a number'}, got {shown!r}"
+            ) from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {shown}")
+        if low is not None and (value < low or (above and value == low)):
+            bound = f"more than {_plain(low)}" if above else f"{_plain(low)} or more"
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {shown}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {_plain(high)}, got {shown}")
         return value
 
     parse.__name__ = kind.__name__  # argparse names the type in its message
     return parse
 
 
+def _plain(bound: float | None) -> str:
+    return "any size" if bound is None else str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+
+def _text(text: str) -> str:
+    """A path or other text option that must not be empty."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _name(text: str) -> str:
+    """A dataset name: not empty, not only spaces."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"a dataset needs a name, got {text!r}")
+    return text
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` (partial files, the database) runs."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
+    raise _Terminated
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
+    if threading.current_thread() is not threading.main_thread():
+        return _main(args)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
         if args.command == "convert":
@@ -162,13 +254,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _score(args, err)
         if args.command == "app":
             return _run_app(args.db, port=args.port, address=args.address)
+    except DatabaseFaultError as exc:
+        print(f"evalcore: error: {exc}", file=err)
+        return EXIT_DATABASE
     except EvalcoreError as exc:
         print(f"evalcore: error: {exc}", file=err)
-        return 2
+        return EXIT_USAGE
+    except sqlite3.Error as exc:  # an SQL error the store's boundary did not name: still the database's
+        print(f"evalcore: error: the database failed: {exc}", file=err)
+        return EXIT_DATABASE
     except OSError as exc:
-        print(f"evalcore: error: {exc.filename or ''}: {exc.strerror or exc}", file=err)
-        return 2
-    return 2  # pragma: no cover  (argparse rejects unknown commands)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"evalcore: error: {where}{exc.strerror or exc}", file=err)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        discard_live()
+        print("evalcore: interrupted; no partial output was left", file=err)
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        discard_live()
+        print("evalcore: terminated; no partial output was left", file=err)
+        return EXIT_TERMINATED
+    return EXIT_USAGE  # pragma: no cover  (argparse rejects unknown commands)
 
 
 def _import(args: argparse.Namespace, err: TextIO) -> int:
@@ -222,9 +329,9 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
             )
         finally:
             bar.close()
+    manifest = f"manifest {report.manifest}" if report.manifest else "no manifest (the output is not a file)"
     print(
-        f"{report.count} sessions of {args.dataset!r} written to {report.path} ({report.format}); "
-        f"manifest {report.manifest}",
+        f"{report.count} sessions of {args.dataset!r} written to {report.path} ({report.format}); {manifest}",
         file=err,
     )
     return 0
@@ -238,6 +345,10 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
     if not specs:
         raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
+    if args.output is not None:
+        from evalcore.outputs import output_target
+
+        output_target(args.output)  # a folder or a missing folder is refused now, not after the run
     judge = JudgeConfig.from_env(
         model=args.judge_model,
         base_url=args.base_url,
@@ -282,15 +393,17 @@ def app_path() -> Path:
 
 
 def _run_app(db: str | None, *, port: int = 8501, address: str = "127.0.0.1") -> int:
-    env = dict(os.environ)
     if db:
-        env["EVALCORE_DB"] = os.path.abspath(db)
+        os.environ["EVALCORE_DB"] = os.path.abspath(db)
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path()),
         "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",
-        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal",
+        "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal", "--theme.primaryColor", "#2f62c7",
     ]  # fmt: skip
-    return subprocess.call(command, env=env)
+    if os.name == "posix":
+        # This process becomes the server: a signal meant for `evalcore app` reaches Streamlit itself.
+        os.execv(sys.executable, command)
+    return subprocess.call(command)
 
 
 if __name__ == "__main__":  # pragma: no cover

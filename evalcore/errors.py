@@ -12,10 +12,16 @@ Every message is written to be shown to a reviewer as it is::
     └── StoreError                the store refused or failed an operation
         ├── NotFoundError         no such dataset, session or edit
         ├── ConflictError         a save based on a stale version: names who changed what
-        └── SchemaVersionError    the database is newer than this evalcore
+        ├── SchemaVersionError    the database is newer than this evalcore
+        └── DatabaseFaultError    the database file failed: full disk, read-only, locked, damaged, I/O
 
 Batch operations never raise for one bad record: they report a ``Problem``
 (see :mod:`evalcore.schema.validation`) and carry on.
+
+The command line's exit codes (see the README's "Command line"): 0 success, 1 the input had
+problems, 2 a usage error (``UsageError``, an unknown name, a missing file, any other
+``EvalcoreError``), 3 the database failed (``DatabaseFaultError``), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 __all__ = [
     "ConflictError",
     "ConversionError",
+    "DatabaseFaultError",
     "EvalcoreError",
     "FormatDetectionError",
     "NotFoundError",
@@ -92,3 +99,17 @@ class ConflictError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer evalcore."""
+
+
+class DatabaseFaultError(StoreError):
+    """The database file itself failed: the disk is full, the file or its folder is read-only, another
+    process held the write lock past the busy timeout, the file is damaged or not a database, an I/O error.
+
+    Whatever was being written was rolled back: the file holds what it held before. ``code`` is SQLite's
+    name for the failure (``SQLITE_FULL``, ``SQLITE_READONLY``, ``SQLITE_BUSY``...), when known. The
+    command line exits with 3.
+    """
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        self.code = code
+        super().__init__(message)

@@ -16,7 +16,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 from evalcore.errors import UsageError
@@ -97,7 +96,7 @@ def score_dataset(
             keys,
             params,
             judge_model=judge_model,
-            judge_base_url=judge.base_url if judged and judge else None,
+            judge_base_url=judge.public_url if judged and judge else None,  # never its credentials
             n_items=len(pks) * len(keys),
         )
     elif run.n_items != len(pks) * len(keys):
@@ -258,10 +257,14 @@ def summarize_run(store: Store, run_id: int) -> list[Summary]:
 
 
 def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) -> int:
-    """One line per (session, metric): session_id, position, metric, value, reason, error."""
+    """One line per (session, metric): session_id, position, metric, value, reason, error.
+
+    The file appears whole or not at all, as every output does (see :mod:`evalcore.outputs`).
+    """
+    from evalcore.outputs import atomic_output
+
     count = 0
-    target = Path(path)
-    with open(target, "w", encoding="utf-8") as out:
+    with atomic_output(path) as out:
         for row in Runs(store).scores(run_id):
             line: dict[str, Any] = {
                 "session_id": row.session_id,

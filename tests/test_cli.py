@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from formats_util import load_output, write_jsonl
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
@@ -92,10 +95,26 @@ def test_explicit_from_reports_the_wrong_shape(tmp_path: Path) -> None:
 
 
 def test_a_failed_conversion_leaves_no_partial_file(tmp_path: Path) -> None:
+    # The writer fails halfway through real input: the process may write files of 64 KiB at most
+    # (RLIMIT_FSIZE; Python ignores SIGXFSZ, so the write fails with EFBIG), and the converted file
+    # is ten times that. Nothing of the new file may be left, and the one that was there stays.
+    resource = pytest.importorskip("resource")
+    source = write_jsonl(tmp_path / "in.jsonl", [{**GOOD, "reference": f"greet {i} " + "x" * 200} for i in range(2500)])
     out = tmp_path / "out.jsonl"
-    proc = run("convert", str(tmp_path / "missing.jsonl"), "-o", str(out), "--to", "ragas")
-    assert proc.returncode == 2 and not out.exists()
-    assert list(tmp_path.iterdir()) == []
+    out.write_text("the previous output\n")
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+
+    command = [EVALCORE, "convert", str(source), "-o", str(out), "--to", "ragas"]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, preexec_fn=small_files)
+    assert proc.returncode == 2, proc.stderr
+    assert "File too large" in proc.stderr and "Traceback" not in proc.stderr
+    assert out.read_text() == "the previous output\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    # The same conversion with room to write gives the whole file: the failure was the writer's.
+    assert run("convert", str(source), "-o", str(out), "--to", "ragas").returncode == 0
+    assert len(load_output(out)) == 2500
 
 
 def test_help_lists_every_command() -> None:
@@ -167,4 +186,63 @@ def test_score_options_are_checked(tmp_path: Path) -> None:
     not_db = tmp_path / "x.txt"
     not_db.write_text("not a database\n" * 100)
     proc = run("export", "--dataset", "d", "--to", "ragas", "-o", str(tmp_path / "o"), "--db", str(not_db))
-    assert proc.returncode == 2 and "cannot open the database" in proc.stderr and "Traceback" not in proc.stderr
+    # Not a database: the database failed (3), not a usage error.
+    assert proc.returncode == 3 and "cannot open the database" in proc.stderr and "Traceback" not in proc.stderr
+
+
+ODD_ARGUMENTS = [
+    (["convert", "IN", "-o", "", "--to", "ragas"], "argument -o/--output: must not be empty"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", ""], "argument -o/--output: must not be empty"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--run", str(2**64)], "--run: must be at most"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--run", "9" * 5000], "--run: must be at most"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--run", "0"], "--run: must be 1 or more"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--run", "1.5"], "--run: must be a whole number"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--min-score", "nan"], "--min-score: must be a finite"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--min-score", "inf"], "--min-score: must be a finite"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--max-score=-inf"], "--max-score: must be a finite"),
+    (["export", "--dataset", "d", "--to", "ragas", "-o", "o", "--max-score", "1e999"], "--max-score: must be a finite"),
+    (["export", "--dataset", "", "--to", "ragas", "-o", "o"], "--dataset: a dataset needs a name"),
+    (["import", "IN", "--dataset", ""], "--dataset: a dataset needs a name"),
+    (["import", "IN", "--dataset", " "], "--dataset: a dataset needs a name"),
+    (["import", "IN", "--dataset", "d", "--db", ""], "--db: must not be empty"),
+    (["score", "--dataset", "", "--metrics", "exact_match"], "--dataset: a dataset needs a name"),
+    (["score", "--dataset", "d", "--metrics", "m", "--timeout", "nan"], "--timeout: must be a finite number"),
+    (["score", "--dataset", "d", "--metrics", "m", "--timeout", "inf"], "--timeout: must be a finite number"),
+    (["score", "--dataset", "d", "--metrics", "m", "--timeout", "1e9"], "--timeout: must be at most 86400"),
+    (["score", "--dataset", "d", "--metrics", "m", "--concurrency", str(2**70)], "--concurrency: must be at most"),
+    (["score", "--dataset", "d", "--metrics", "m", "--max-retries", "nan"], "--max-retries: must be a whole number"),
+    (["score", "--dataset", "d", "--metrics", "m", "--output", ""], "--output: must not be empty"),
+    (["app", "--port", "99999999999999999999999"], "--port: must be at most 65535"),
+]
+
+
+def test_odd_arguments_are_named_with_exit_two_never_a_traceback(tmp_path: Path) -> None:
+    """Every numeric option goes through one check (finite, in range, no overflow); names and paths are not empty.
+    Each case runs in-process (a real process for each would take a minute); the last two run for real."""
+    from evalcore.cli import main
+
+    source = str(write_jsonl(tmp_path / "in.jsonl", [GOOD]))
+    db = str(tmp_path / "odd.db")
+    for argv, expected in ODD_ARGUMENTS:
+        argv = [source if a == "IN" else a for a in argv]
+        if argv[0] != "app" and "--db" not in argv:
+            argv += ["--db", db]
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2, argv
+        assert expected in stderr.getvalue(), (argv, stderr.getvalue())
+    assert not Path(db).exists()  # refused before the database was opened
+    for argv, expected in ODD_ARGUMENTS[2], ODD_ARGUMENTS[6]:
+        proc = run(*argv, "--db", db)
+        assert proc.returncode == 2 and expected in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_export_to_standard_output_streams_without_a_manifest(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    source = write_jsonl(tmp_path / "in.jsonl", [GOOD, {**GOOD, "reference": "other"}])
+    assert run("import", str(source), "--dataset", "demo", "--db", str(db)).returncode == 0
+    proc = run("export", "--dataset", "demo", "--to", "ragas", "-o", "/dev/stdout", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["reference"] for line in proc.stdout.splitlines()] == ["greet", "other"]
+    assert "no manifest" in proc.stderr and not Path("/dev/stdout.manifest.json").exists()

@@ -3,6 +3,10 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from evalcore.formats import jsonio
 from evalcore.formats.jsonio import iter_records
 
@@ -29,7 +33,14 @@ def test_pretty_printed_documents() -> None:
 
 
 def test_broken_first_line_of_json_lines_does_not_hide_the_rest() -> None:
-    assert _records('{"a": \n{"b": 1}\n') == [(1, None, _records('{"a": \n')[0][2]), (2, {"b": 1}, None)]
+    broken = "not valid JSON (Expecting value: line 1 column 7 (char 6))"  # the parser's words for '{"a": '
+    assert _records('{"a": \n{"b": 1}\n') == [(1, None, broken), (2, {"b": 1}, None)]
+    # A first line that opens an array and breaks is one broken line too, not an array hiding the rest.
+    assert _records('[{"a": 1}, {"b": \n{"c": 1}\n[2]\n') == [
+        (1, None, "not valid JSON (Expecting value: line 1 column 18 (char 17))"),
+        (2, {"c": 1}, None),
+        (3, [2], None),
+    ]
 
 
 def test_broken_array_reports_where_it_broke() -> None:
@@ -79,3 +90,128 @@ def test_nan_infinity_and_big_integers_are_read_as_ragas_writes_them() -> None:
 def test_integers_beyond_64_bits_of_either_sign_stay_exact() -> None:
     text = '{"a": -9223372036854775809, "b": 18446744073709551615}\n'
     assert _records(text) == [(1, {"a": -9223372036854775809, "b": 18446744073709551615}, None)]
+
+
+def test_a_first_line_array_is_one_record_of_json_lines() -> None:
+    # Decided on the whole input: an array is the file's records only when nothing follows it.
+    assert _records('[]\n{"a": 1}\n{"b": 2}\n') == [(1, [], None), (2, {"a": 1}, None), (3, {"b": 2}, None)]
+    messages = '[{"role": "user", "content": "hi"}]'
+    assert _records(f"{messages}\n{messages}\n") == [(1, [{"role": "user", "content": "hi"}], None)] * 1 + [
+        (2, [{"role": "user", "content": "hi"}], None)
+    ]
+    assert [r.in_array for r in iter_records(io.StringIO(f"{messages}\n"))] == [True]
+    assert _records('[\n  {"a": 1}\n]\n{"b": 2}\n') == [(1, [{"a": 1}], None), (4, {"b": 2}, None)]
+    assert _records("[1] [2]\n") == [(1, [1], None), (1, [2], None)]
+
+
+def test_junk_after_an_array_is_reported_and_the_array_read() -> None:
+    assert _records('[{"a": 1}, {"b": 2}]\n}{ junk\n') == [
+        (1, {"a": 1}, None),
+        (1, {"b": 2}, None),
+        (2, None, "not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+    ]
+
+
+def test_an_array_too_long_to_hold_back_is_streamed_and_what_follows_read_with_a_warning() -> None:
+    element = {"text": "x" * 1000}
+    text = json.dumps([element] * (2 * jsonio._LOOKAHEAD // 1000)) + '\n{"after": 1}\n'
+    records = list(iter_records(io.StringIO(text)))
+    assert all(r.in_array and r.value == element for r in records[:-2])
+    warning, after = records[-2:]
+    assert (
+        warning.line == 2 and warning.warning and "more JSON follows the array that starts on line 1" in warning.warning
+    )
+    assert (after.line, after.value) == (2, {"after": 1})
+
+
+def test_parser_limits_are_problems_on_their_record_and_the_others_are_read() -> None:
+    deep = "[" * 1500 + "]" * 1500
+    big = "9" * 5000
+    lines = f'{{"a": 1}}\n{{"d": {deep}}}\n{{"n": {big}}}\n{{"s": ["ok", "\\udc00"]}}\n{{"b": 2}}\n'
+    records = list(iter_records(io.StringIO(lines)))
+    assert [(r.line, r.value, r.error, r.field) for r in records] == [
+        (1, {"a": 1}, None, None),
+        (2, None, "nested 1501 levels deep (arrays and objects): deeper than the JSON reader goes", None),
+        (3, None, "an integer of 5000 digits: more than the 4300 digits Python reads", None),
+        (4, None, "a lone surrogate \\udc00: half of a UTF-16 pair, not a character", "s[1]"),
+        (5, {"b": 2}, None, None),
+    ]
+    # The same in one JSON array, and in pretty-printed documents: the element is skipped, the next read.
+    array = f'[{{"a": 1}},\n{deep},\n{big},\n"\\ud800",\n{{"b": 2}}]'
+    assert [(r.line, r.value, r.error is None) for r in iter_records(io.StringIO(array))] == [
+        (1, {"a": 1}, True), (2, None, False), (3, None, False), (4, None, False), (5, {"b": 2}, True)
+    ]  # fmt: skip
+    documents = '{\n "x": "\\ud800"\n}\n{\n "y": ' + deep + '\n}\n{\n "z": 1\n}\n'
+    assert [(r.line, r.value, r.error is None) for r in iter_records(io.StringIO(documents))] == [
+        (1, None, False), (4, None, False), (7, {"z": 1}, True)
+    ]  # fmt: skip
+
+
+def test_loads_refuses_what_evalcore_cannot_hold_as_json_errors() -> None:
+    for text in ('"\\ud800"', '{"a": "x\\udfff"}', "[" * 1200 + "]" * 1200, "1" * 4400):
+        with pytest.raises(jsonio.Unreadable):
+            jsonio.loads(text)
+        with pytest.raises(json.JSONDecodeError):  # what callers of loads catch
+            jsonio.loads(text)
+    assert jsonio.loads('"\\ud83d\\ude00"') == "\U0001f600" and jsonio.loads("NaN") != jsonio.loads("NaN")
+
+
+def test_a_long_run_of_whitespace_before_the_first_record_hides_nothing() -> None:
+    assert _records(" " * (3 * jsonio._CHUNK) + '\n\n{"a": 1}\n') == [(3, {"a": 1}, None)]
+    assert _records("\n" * (3 * jsonio._CHUNK) + '[{"a": 1}]') == [(3 * jsonio._CHUNK + 1, {"a": 1}, None)]
+
+
+def test_bytes_that_are_not_utf8_in_an_array_element_skip_that_element_only() -> None:
+    data = b'[{"a": "ok"},\n{"a": "\xff"},\n{"a": "fine"}]'
+    stream = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape")
+    assert [(r.line, r.value, r.error) for r in iter_records(stream)] == [
+        (1, {"a": "ok"}, None),
+        (2, None, "not valid UTF-8 text"),
+        (3, {"a": "fine"}, None),
+    ]
+
+
+@given(st.recursive(st.none() | st.integers() | st.text(max_size=5), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=30),
+       st.integers(min_value=0, max_value=3), st.booleans())  # fmt: skip
+def test_the_nesting_bound_holds_through_json_text_inside_strings(value: object, layers: int, ascii_only: bool) -> None:
+    def depth(v: object) -> int:
+        if isinstance(v, dict):
+            return 1 + max((depth(x) for x in v.values()), default=0)
+        if isinstance(v, list):
+            return 1 + max((depth(x) for x in v), default=0)
+        return 0
+
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    for _ in range(layers):  # JSON text inside a string, inside a string...
+        text = json.dumps({"arguments": text}, ensure_ascii=ascii_only)
+    assert jsonio.nesting_bound(text) >= depth(value) + (1 if layers else 0)
+
+
+def test_lone_carriage_returns_end_lines_as_the_file_reader_sees_them() -> None:
+    text = '{"a": 1}\r{"b": 2}\r\n\r\n{"c": 3}\r'
+    assert _records(text) == [(1, {"a": 1}, None), (2, {"b": 2}, None), (4, {"c": 3}, None)]
+    # A CRLF cut between the first read's CR and the LF after it is still one line end.
+    first = '{"a": "' + "x" * (jsonio._CHUNK - 10) + '"}\r'
+    first = first[: jsonio._CHUNK - 3] + '"}\r'
+    assert len(first) == jsonio._CHUNK
+    stream = io.TextIOWrapper(io.BytesIO((first + '\n{"b": 2}\r\n').encode()), newline="")
+    assert [(r.line, r.error) for r in iter_records(stream)] == [(1, None), (2, None)]
+
+
+def test_a_broken_element_of_a_pretty_printed_array_costs_only_itself() -> None:
+    elements = [{"n": i, "tags": ["a", "b"]} for i in range(5)]
+    text = json.dumps(elements, indent=2)
+    broken = text.replace('"n": 2,', '"n": 2,,')  # a syntax error inside the third element
+    records = list(iter_records(io.StringIO(broken)))
+    assert [r.value["n"] for r in records if r.error is None] == [0, 1, 3, 4]
+    (error,) = [r for r in records if r.error is not None]
+    assert error.line == 16 and error.error and error.error.endswith("read on from line 23")
+
+
+def test_a_broken_pretty_printed_document_costs_only_itself() -> None:
+    docs = [json.dumps({"n": i, "tags": ["a", "b"]}, indent=2) for i in range(4)]
+    docs[1] = docs[1].replace('"n": 1,', '"n": 1,,')
+    records = list(iter_records(io.StringIO("\n".join(docs) + "\n")))
+    assert [r.value["n"] for r in records if r.error is None] == [0, 2, 3]
+    assert [r.line for r in records if r.error is not None] == [8]

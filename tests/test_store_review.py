@@ -239,7 +239,7 @@ def _v1_database(path: Path, source: Path) -> dict[str, int]:
     db.execute("INSERT INTO datasets (name, description, created_at) VALUES ('old', NULL, '2025-01-01T00:00:00+00:00')")
     pks: dict[str, int] = {}
     for n, session in enumerate(sessions_of(source, "evalcore")):
-        values = list(row_for(1, source.name, session).values)
+        values = list(row_for(1, source.name, session).values())
         data = values[14].replace('"turn_truth":', '"turns":')
         values[14], values[15] = data, hashlib.sha256(data.encode()).hexdigest()
         stamp = f"2025-01-0{n + 1}T00:00:00+00:00"

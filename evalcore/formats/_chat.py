@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import dump_args, expect_dict, expect_list, load_args
+from evalcore.formats._records import dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.schema import Message
 
-__all__ = ["OPENAI_PART_TYPES", "chat_message_in", "chat_message_out", "chat_messages_in"]
+__all__ = ["OPENAI_PART_TYPES", "chat_message_in", "chat_message_out", "chat_messages_in", "message_names"]
 
 NS = "openai"
 _ROLES = {
@@ -28,6 +28,12 @@ _ROLES = {
 _KNOWN = {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"}
 #: Content-part types the chat-completions API accepts.
 OPENAI_PART_TYPES = {"text", "image_url", "input_audio", "file", "refusal"}
+
+
+def message_names(messages: list[Message]) -> dict[int, str]:
+    """Each message's name in problems (``messages[i]``), by ``id()`` (writers work on lists that
+    may hold a message made up for the session's context, which has none)."""
+    return {id(m): f"messages[{i}]" for i, m in enumerate(messages)}
 
 
 def chat_messages_in(value: Any, field: str) -> list[dict[str, Any]]:
@@ -94,28 +100,32 @@ def _call_in(value: Any, field: str, ns: str) -> dict[str, Any]:
     return call
 
 
-def chat_message_out(message: Message, ids: tuple[dict[int, str], dict[int, str]] | None = None) -> dict[str, Any]:
+def chat_message_out(
+    message: Message, ids: tuple[dict[int, str], dict[int, str]] | None = None, where: str = "message"
+) -> dict[str, Any]:
     """One canonical message as an OpenAI chat message.
 
     ``ids`` (from :func:`evalcore.schema.call_ids`) fills in call ids the session lacks,
-    which the chat-completions API requires.
+    which the chat-completions API requires. ``where`` names the message in problems.
     """
     calls_ids, result_ids = ids or ({}, {})
-    extras = dict(message.metadata.get(NS) or {})
+    extras = dict(memo(message.metadata, NS, f"{where}.metadata"))
     out: dict[str, Any] = {"role": extras.pop("role", message.role)}
     content = message.content
-    if isinstance(content, list) and not all(b.get("type") in OPENAI_PART_TYPES for b in content):
+    if isinstance(content, list) and not all(_part_type(b) in OPENAI_PART_TYPES for b in content):
         content = message.text
     if content is not None or message.role == "assistant":
         out["content"] = content
     if message.name is not None:
-        out[extras.pop("name_key", "name")] = message.name
+        out[expect_str(extras.pop("name_key", "name"), f"{where}.metadata.{NS}.name_key")] = message.name
     if message.reasoning is not None:
         out["reasoning_content"] = message.reasoning
     if message.tool_calls is not None:
-        out["tool_calls"] = [
-            _call_out(c.id or calls_ids.get(id(c)), c.name, c.args, c.metadata.get(NS)) for c in message.tool_calls
-        ]
+        calls = []
+        for i, c in enumerate(message.tool_calls):
+            kept = memo(c.metadata, NS, f"{where}.tool_calls[{i}].metadata")
+            calls.append(_call_out(c.id or calls_ids.get(id(c)), c.name, c.args, kept))
+        out["tool_calls"] = calls
     tool_call_id = message.tool_call_id or result_ids.get(id(message))
     if tool_call_id is not None:
         out["tool_call_id"] = tool_call_id
@@ -124,7 +134,12 @@ def chat_message_out(message: Message, ids: tuple[dict[int, str], dict[int, str]
     return out
 
 
-def _call_out(call_id: str | None, name: str, args: dict[str, Any], extras: Any) -> dict[str, Any]:
+def _part_type(block: dict[str, Any]) -> str | None:
+    kind = block.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def _call_out(call_id: str | None, name: str, args: dict[str, Any], extras: dict[str, Any]) -> dict[str, Any]:
     extras = dict(extras or {"type": "function"})
     raw = extras.pop("arguments", None)
     function: dict[str, Any] = {"name": name}

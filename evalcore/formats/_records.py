@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalcore.errors import RecordError
+from evalcore.formats.jsonio import loads
 from evalcore.schema import Session
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "expect_list",
     "expect_str",
     "load_args",
+    "memo",
 ]
 
 
@@ -42,6 +44,22 @@ def expect_str(value: Any, field: str, *, optional: bool = False) -> Any:
     raise RecordError(f"expected a string, got {_kind(value)}", field)
 
 
+def memo(metadata: dict[str, Any], ns: str, where: str = "metadata") -> dict[str, Any]:
+    """``metadata[ns]``: what format ``ns`` kept of a value to write it back the way it came.
+
+    An object, or ``{}`` when there is none. Anything else (a memo edited by hand, or a file of
+    ours whose metadata says odd things) is a ``RecordError`` naming the field ``where.ns``: a
+    writer never fails on it with anything but a clear problem.
+    """
+    value = metadata.get(ns)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RecordError(f"expected an object (what the {ns} format keeps to write it back), got {_kind(value)}",
+                          f"{where}.{ns}")  # fmt: skip
+    return value
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -64,19 +82,25 @@ def load_args(raw: Any, field: str) -> tuple[dict[str, Any], str | None]:
     if not isinstance(raw, str):
         raise RecordError(f"expected a JSON string or an object, got {_kind(raw)}", field)
     try:
-        parsed = json.loads(raw)
+        parsed = loads(raw)  # refuses what evalcore cannot hold (a lone surrogate, say): kept as the string
     except json.JSONDecodeError:
         return {}, raw
     if not isinstance(parsed, dict):
         return {}, raw
-    return parsed, None if json.dumps(parsed, ensure_ascii=False) == raw else raw
+    try:
+        same = json.dumps(parsed, ensure_ascii=False) == raw
+    except (RecursionError, ValueError):  # nested too deep to write back: validation reports it
+        same = False
+    return parsed, None if same else raw
 
 
 def dump_args(args: dict[str, Any], raw: str | None) -> str:
     """Tool-call arguments as a JSON string: ``raw`` when it still says the same, else fresh."""
     if raw is not None:
+        if not isinstance(raw, str):
+            raise RecordError(f"expected the original arguments as a string, got {_kind(raw)}", "arguments")
         try:
-            same = json.loads(raw) == args
+            same = loads(raw) == args
         except json.JSONDecodeError:
             same = not args
         if same:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from evalcore.errors import UnknownNameError
+from evalcore.errors import RecordError, UnknownNameError
 from evalcore.formats.jsonio import dumps_compact
 from evalcore.schema import Session
 
@@ -17,12 +17,16 @@ class Reader:
 
     Most formats map one value to one session; a reader may also hold values back
     (Gaussia's streamed batches of one session) and hand them over later or at ``close``.
-    ``warnings`` collects remarks about records that were read anyway.
+    ``warnings`` collects remarks about records that were read anyway. A record that cannot be
+    read raises ``RecordError`` from ``feed``; a session held back that cannot be made when it is
+    handed over goes to ``failures`` (with the line it starts on) instead, so that the record
+    being fed is not lost with it.
     """
 
     def __init__(self, parse: Callable[[Any], Session]) -> None:
         self._parse = parse
         self.warnings: list[tuple[int, str]] = []
+        self.failures: list[tuple[int, RecordError]] = []
 
     def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
         """Read one value; return the sessions it completes."""
@@ -63,7 +67,22 @@ class Format:
         return dumps_compact(value)
 
     def write_lines(self, session: Session) -> list[str]:
-        """``session`` serialised: one string per written value."""
+        """``session`` serialised: one string per written value.
+
+        A session this format cannot write raises ``RecordError`` (naming the field when the
+        writer knows it) and nothing else, so that one bad session never stops a file: a writer
+        meeting a shape it did not foresee (a memo of ours edited by hand, say) is reported as
+        that session's problem. Formats override ``serialise``, not this.
+        """
+        try:
+            return self.serialise(session)
+        except RecordError:
+            raise
+        except Exception as exc:
+            raise RecordError(f"the {self.name} writer failed ({type(exc).__name__}: {exc})") from exc
+
+    def serialise(self, session: Session) -> list[str]:
+        """``session`` serialised: ``write``, then ``dumps`` of each value."""
         return [self.dumps(value) for value in self.write(session)]
 
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._chat import chat_message_in, chat_message_out, chat_messages_in
-from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats._chat import chat_message_in, chat_message_out, chat_messages_in, message_names
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
 from evalcore.formats.base import Format, register
+from evalcore.formats.jsonio import loads
 from evalcore.formats.mlflow_trace import session_fields_from_trace
 from evalcore.schema import ContextChunk, Message, Session, call_ids
 
@@ -100,31 +101,35 @@ class DatabricksFormat(Format):
         return build_session(data)
 
     def write(self, session: Session) -> Iterable[Any]:
-        meta = dict(session.metadata.get(NS) or {})
+        meta = dict(memo(session.metadata, NS))
         mlflow3 = bool(meta.get("mlflow3"))
         row: dict[str, Any] = {}
-        derived = meta.get("from_trace")
+        derived = _memo_dict(meta, "from_trace")
         from_trace_id = derived is not None and session.session_id == derived.get("session_id")
         if session.session_id is not None and not from_trace_id:  # an id the trace gave is not a column
             row["request_id"] = session.session_id
         if derived is None or "request" in meta:  # a row with a trace alone keeps its conversation in the trace
             messages = list(session.messages)
-            form = meta.get("response")
+            form = _memo_dict(meta, "response")
             last = messages[-1] if messages else None
             count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
             if form is not None:
-                count = min(int(form.get("count", 1)), len(messages))
+                count = min(_count(form.get("count", 1)), len(messages))
             elif "request" in meta:
                 count = 0  # read from a row that had no response: the request keeps every message
             answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
             ids = call_ids(session.messages)
-            row["inputs" if mlflow3 else "request"] = _request_out(messages, meta.get("request"), ids)
+            names = message_names(session.messages)
+            row["inputs" if mlflow3 else "request"] = _request_out(messages, _memo_dict(meta, "request"), ids, names)
             if answer:
                 row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
         expectations = _expectations_out(session)
-        extra = dict(meta.get("extra") or {})
+        extra = dict(_memo_dict(meta, "extra") or {})
         if mlflow3:
             keys = meta.get("expectation_keys")
+            if keys is not None:
+                keys = [expect_str(k, f"metadata.{NS}.expectation_keys[{i}]") for i, k in enumerate(
+                    expect_list(keys, f"metadata.{NS}.expectation_keys"))]  # fmt: skip
             for key in keys or []:
                 if key in extra:
                     expectations[key] = extra.pop(key)
@@ -148,6 +153,18 @@ class DatabricksFormat(Format):
         return [row]
 
 
+def _memo_dict(meta: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """An object the databricks memo keeps under ``key`` (``None`` when it has none)."""
+    value = meta.get(key)
+    return None if value is None else expect_dict(value, f"metadata.{NS}.{key}")
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise RecordError(f"expected a count of messages, got {value!r:.40}", f"metadata.{NS}.response.count")
+
+
 def _take_from_trace(derived: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> None:
     """Session fields a trace gave, where the row did not give them. What the trace gave is noted,
     so that writing the row back does not add it as columns."""
@@ -159,7 +176,7 @@ def _take_from_trace(derived: dict[str, Any], data: dict[str, Any], meta: dict[s
 def _trace_dict(trace: Any) -> dict[str, Any]:
     if isinstance(trace, str):
         try:
-            trace = json.loads(trace)
+            trace = loads(trace)
         except json.JSONDecodeError as exc:
             raise RecordError(f"not a valid JSON string ({exc.msg})", "trace") from exc
     return expect_dict(trace, "trace")
@@ -184,7 +201,7 @@ def _request_in(request: Any, field: str) -> tuple[list[dict[str, Any]], dict[st
     return [{"role": "user", "content": text}], {"form": "raw", "raw": request}
 
 
-def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: CallIds) -> Any:
+def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: CallIds, names: dict[int, str]) -> Any:
     form = form or {}
     kind = form.get("form")
     if kind is None:
@@ -193,14 +210,17 @@ def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: Call
     if kind == "raw" and len(messages) == 1 and messages[0].text == json.dumps(form.get("raw"), ensure_ascii=False):
         return form["raw"]
     last_user = messages[-1] if messages and messages[-1].role == "user" else None
-    if kind in ("string", "key") and last_user is not None and len(messages) == 1:
-        return last_user.text if kind == "string" else {form["key"]: last_user.text}
+    key = form.get("key")
+    simple = kind == "string" or (kind == "key" and isinstance(key, str))
+    if simple and last_user is not None and len(messages) == 1:
+        return last_user.text if kind == "string" else {key: last_user.text}
+    extra = expect_dict(form.get("extra") or {}, f"metadata.{NS}.request.extra")
     if kind == "query" and last_user is not None:
         out: dict[str, Any] = {"query": last_user.text}
         if messages[:-1] or form.get("history"):
-            out["history"] = [chat_message_out(m, ids) for m in messages[:-1]]
-        return {**out, **form.get("extra", {})}
-    return {"messages": [chat_message_out(m, ids) for m in messages], **form.get("extra", {})}
+            out["history"] = [chat_message_out(m, ids, names.get(id(m), "context")) for m in messages[:-1]]
+        return {**out, **extra}
+    return {"messages": [chat_message_out(m, ids, names.get(id(m), "context")) for m in messages], **extra}
 
 
 def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -223,9 +243,13 @@ def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[
 
 def _response_out(answer: list[Message], form: dict[str, Any] | None) -> Any:
     if form and form.get("form") == "raw":
-        raw = form["raw"]
-        messages, _ = _response_in(raw, "response")
-        if [Message.model_validate(m) for m in messages] == answer:
+        raw = form.get("raw")
+        try:
+            messages, _ = _response_in(raw, "response")
+            same = [Message.model_validate(m) for m in messages] == answer
+        except (RecordError, ValueError):  # a kept response that no longer reads: the answer is written anew
+            same = False
+        if same:
             return raw
     return answer[-1].text
 
@@ -257,7 +281,9 @@ def _expectations_out(session: Session) -> dict[str, Any]:
     if session.guidelines is not None:
         out["guidelines"] = session.guidelines
     if session.expected_retrieved_context is not None:
-        out["expected_retrieved_context"] = _chunks_out(session.expected_retrieved_context)
+        out["expected_retrieved_context"] = _chunks_out(
+            session.expected_retrieved_context, "expected_retrieved_context"
+        )
     return out
 
 
@@ -279,13 +305,16 @@ def _chunks_in(value: Any, field: str) -> list[dict[str, Any]]:
 def _chunks_out_raw(chunks: Any) -> Any:
     if not chunks:
         return None
-    return _chunks_out([ContextChunk.model_validate(c) for c in chunks])
+    try:
+        return _chunks_out([ContextChunk.model_validate(c) for c in chunks])
+    except (RecordError, TypeError, ValueError):  # not chunks: nothing the trace gave can match
+        return None
 
 
-def _chunks_out(chunks: list[ContextChunk]) -> list[Any]:
+def _chunks_out(chunks: list[ContextChunk], where: str = "retrieved_context") -> list[Any]:
     out: list[Any] = []
-    for chunk in chunks:
-        extras = dict(chunk.metadata.get(NS) or {})
+    for i, chunk in enumerate(chunks):
+        extras = dict(memo(chunk.metadata, NS, f"{where}[{i}].metadata"))
         if extras.pop("bare", False) and chunk.content is None and chunk.doc_uri is not None:
             out.append(chunk.doc_uri)
             continue

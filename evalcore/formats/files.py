@@ -17,6 +17,7 @@ from evalcore.errors import FormatDetectionError, RecordError
 from evalcore.formats.base import Format, Reader, formats, get_format
 from evalcore.formats.jsonio import RawRecord, iter_records
 from evalcore.schema import Problem, Provenance, Session, validate_session
+from evalcore.schema.validation import SHALLOW
 
 __all__ = ["ReadResult", "SessionWriter", "detect_format", "read", "read_path", "writer_for"]
 
@@ -37,10 +38,17 @@ class ReadResult:
 
 
 def detect_format(value: Any) -> Format:
-    """The first registered format whose ``sniff`` recognises ``value``."""
+    """The first registered format whose ``sniff`` recognises ``value``.
+
+    A sniffer that fails on a shape it does not expect (an unhashable ``type``, say) does not
+    recognise the value: detection goes on to the next format.
+    """
     for fmt in formats():
-        if fmt.sniff(value):
-            return fmt
+        try:
+            if fmt.sniff(value):
+                return fmt
+        except Exception:  # a sniffer's bug must not stop the file
+            continue
     names = ", ".join(f.name for f in formats())
     raise FormatDetectionError(f"no format recognises this record (tried {names}); name one with --from")
 
@@ -53,55 +61,100 @@ def read(
     validate: bool = True,
 ) -> Iterator[ReadResult]:
     """Stream the sessions of ``stream``, detecting the format from content when not given."""
-    chosen = get_format(fmt) if isinstance(fmt, str) else fmt
-    reader: Reader | None = chosen.reader() if chosen else None
-    position = 0
-
-    def finish(line: int, session: Session) -> ReadResult:
-        nonlocal position
-        assert chosen is not None
-        # Known-good values: built without validation (this runs once per session read).
-        session.provenance = Provenance.model_construct(source=source, format=chosen.name, line=line, position=position)
-        position += 1
-        return ReadResult(line, position - 1, session, validate_session(session) if validate else [])
-
-    def failure(line: int, problem: Problem) -> ReadResult:
-        nonlocal position
-        position += 1
-        return ReadResult(line, position - 1, None, [problem])
-
+    reading = _Reading(get_format(fmt) if isinstance(fmt, str) else fmt, source, validate)
     for raw in _conversations(iter_records(stream)):
-        if raw.error is not None:
-            yield failure(raw.line, Problem("error", None, raw.error))
-            continue
-        if chosen is None:
+        if raw.warning is not None:
+            yield ReadResult(raw.line, -1, None, [Problem("warning", raw.field, raw.warning)])
+        elif raw.error is not None:
+            yield reading.failure(raw.line, Problem("error", raw.field, raw.error))
+        else:
+            yield from reading.feed(raw)  # a list: no generator per record (this runs for every one)
+    yield from reading.close()
+
+
+class _Reading:
+    """The state of one ``read``: the format, its reader, the position, and a bound on nesting."""
+
+    def __init__(self, chosen: Format | None, source: str | None, validate: bool) -> None:
+        self.chosen = chosen
+        self.reader: Reader | None = chosen.reader() if chosen else None
+        self.source = source
+        self.validate = validate
+        self.position = 0
+        # How deep the records fed to the reader since it last gave sessions can nest (None: unknown).
+        # A reader may hold records back (Gaussia's batches): the bound covers every record it may hold.
+        self.nesting: int | None = 0
+
+    def feed(self, raw: RawRecord) -> list[ReadResult]:
+        if self.chosen is None:
             try:
-                chosen = detect_format(raw.value)
+                self.chosen = detect_format(raw.value)
             except FormatDetectionError as exc:
-                yield failure(raw.line, Problem("error", None, str(exc)))
-                continue
-            reader = chosen.reader()
+                return [self.failure(raw.line, Problem("error", None, str(exc)))]
+            self.reader = self.chosen.reader()
+        reader = self.reader
         assert reader is not None
+        bound, nesting = raw.nesting, self.nesting
+        if nesting is not None and (bound is None or bound > nesting):
+            self.nesting = bound
+        problem: Problem | None = None
         try:
             done = reader.feed(raw.value, raw.line)
         except RecordError as exc:
-            yield failure(raw.line, Problem("error", exc.field, exc.reason))
-            continue
+            problem, done = Problem("error", exc.field, exc.reason), []
         except Exception as exc:  # a reader bug must not stop the file: report it as data
-            yield failure(raw.line, Problem("error", None, f"unreadable record ({type(exc).__name__}: {exc})"))
-            continue
-        yield from _drain_warnings(reader)
-        for line, session in done:
-            yield finish(line, session)
-    if reader is not None:
+            problem, done = Problem("error", None, f"unreadable record ({type(exc).__name__}: {exc})"), []
+        if problem is None and len(done) == 1 and not reader.failures and not reader.warnings:
+            line, session = done[0]
+            results = [self.finish(line, session)]  # the common case: one record, one session
+        else:
+            results = self._results(reader, done, raw.line, problem)
+        if done:
+            self.nesting = bound  # what the reader may still hold: this record at most
+        return results
+
+    def close(self) -> list[ReadResult]:
+        reader = self.reader
+        if reader is None:
+            return []
+        problem: Problem | None = None
         try:
             done = reader.close()
         except RecordError as exc:
-            yield failure(0, Problem("error", exc.field, exc.reason))
-            done = []
-        for line, session in done:
-            yield finish(line, session)
-        yield from _drain_warnings(reader)
+            problem, done = Problem("error", exc.field, exc.reason), []
+        except Exception as exc:  # a reader bug must not stop the file: report it as data
+            problem, done = Problem("error", None, f"unreadable record ({type(exc).__name__}: {exc})"), []
+        return self._results(reader, done, 0, problem)
+
+    def _results(
+        self, reader: Reader, done: list[tuple[int, Session]], line: int, problem: Problem | None
+    ) -> list[ReadResult]:
+        """What one step of the reader gave, in the order of their lines."""
+        results = []
+        # Sessions the reader held back and could not make (on their own, earlier, lines) come first.
+        while reader.failures:
+            held, error = reader.failures.pop(0)
+            results.append(self.failure(held, Problem("error", error.field, error.reason)))
+        if problem is not None:
+            results.append(self.failure(line, problem))
+        results += _drain_warnings(reader)
+        results += [self.finish(start, session) for start, session in done]
+        return results
+
+    def finish(self, line: int, session: Session) -> ReadResult:
+        assert self.chosen is not None
+        # Known-good values: built without validation (this runs once per session read).
+        session.provenance = Provenance.model_construct(
+            source=self.source, format=self.chosen.name, line=line, position=self.position
+        )
+        self.position += 1
+        shallow = self.nesting is not None and self.nesting <= SHALLOW
+        problems = validate_session(session, shallow=shallow) if self.validate else []
+        return ReadResult(line, self.position - 1, session, problems)
+
+    def failure(self, line: int, problem: Problem) -> ReadResult:
+        self.position += 1
+        return ReadResult(line, self.position - 1, None, [problem])
 
 
 def _looks_like_message(value: Any) -> bool:
@@ -113,7 +166,12 @@ def _looks_like_message(value: Any) -> bool:
 
 
 def _conversations(records: Iterator[RawRecord]) -> Iterator[RawRecord]:
-    """A file that is one JSON array of messages (``json.dump(messages)``) is one conversation."""
+    """A file that is one JSON array of messages (``json.dump(messages)``) is one conversation.
+
+    An element that cannot be read is reported on its line, and the conversation is read from
+    the others (as Gaussia's batches and Open Responses' items are: a bad record never costs the
+    good ones). Records that follow the array (see ``iter_records``) are read as usual.
+    """
     first = next(records, None)
     if first is None:
         return
@@ -122,12 +180,25 @@ def _conversations(records: Iterator[RawRecord]) -> Iterator[RawRecord]:
         yield from records
         return
     values = [first.value]
+    merged = [first]
+    broken: list[RawRecord] = []
+    after: RawRecord | None = None
     for raw in records:
+        if not raw.in_array:
+            after = raw
+            break
         if raw.error is not None:
-            yield raw
-            return
-        values.append(raw.value)
-    yield RawRecord(first.line, values)
+            broken.append(raw)
+        else:
+            values.append(raw.value)
+            merged.append(raw)
+    yield from broken
+    bounds = [r.nesting for r in merged]
+    nesting = None if None in bounds else max(b for b in bounds if b is not None) + 1
+    yield RawRecord(first.line, values, nesting=nesting)
+    if after is not None:
+        yield after
+        yield from records
 
 
 def _drain_warnings(reader: Reader) -> Iterator[ReadResult]:
@@ -179,16 +250,18 @@ class SessionWriter:
 def writer_for(path: str | os.PathLike[str], fmt: str | Format) -> Iterator[SessionWriter]:
     """A writer into ``path``: a JSON array when it ends in ``.json``, else JSON Lines.
 
-    The file appears whole or not at all: it is written beside ``path`` and moved into place.
+    A file appears whole or not at all: it is written to a partial file beside ``path`` (through a
+    symbolic link, beside the file it names) and moved into place; a failure, Ctrl-C or SIGTERM
+    removes the partial file. A FIFO or a character device (``/dev/stdout``) is written straight
+    into; a folder or a block device is refused. See :mod:`evalcore.outputs`.
     """
-    target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")
+    from evalcore.outputs import PendingOutput, publish
+
+    out = PendingOutput(path)
     try:
-        with open(partial, "w", encoding="utf-8", newline="\n") as stream:
-            writer = SessionWriter(stream, fmt, array=target.suffix.lower() == ".json")
-            yield writer
-            writer.close()
-        os.replace(partial, target)
+        writer = SessionWriter(out.file, fmt, array=Path(path).suffix.lower() == ".json")
+        yield writer
+        writer.close()
+        publish(out)
     finally:
-        if partial.exists():
-            partial.unlink()
+        out.discard()  # removes the partial file, unless it was put in place

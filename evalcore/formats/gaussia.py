@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
 from evalcore.formats.base import Format, Reader, register
 from evalcore.schema import Session, Turn
 
@@ -54,10 +54,15 @@ class GaussiaFormat(Format):
     def write(self, session: Session) -> Iterable[Any]:
         header = _header_out(session)
         turns = session.turns()
-        batches = [_batch_out(session, turn, last=turn.index == len(turns) - 1) for turn in turns]
-        extras = dict(session.metadata.get(NS) or {})
+        calls = {
+            id(c): f"messages[{i}].tool_calls[{j}]"
+            for i, m in enumerate(session.messages)
+            for j, c in enumerate(m.calls)
+        }
+        batches = [_batch_out(session, turn, calls, last=turn.index == len(turns) - 1) for turn in turns]
+        extras = dict(memo(session.metadata, NS))
         if extras.pop("streamed", False):
-            header |= extras.pop("header", {})
+            header |= expect_dict(extras.pop("header", None) or {}, f"metadata.{NS}.header")
             return [{"metadata": header, "batch": b} for b in batches]
         return [{**header, "conversation": batches, **extras}]
 
@@ -80,6 +85,7 @@ class _GaussiaReader(Reader):
             return self._flush() + [(line, parsed)]
         header = _header_in(value["metadata"])
         batch = _batch_in(value["batch"], "batch")
+        _check_batch(header, batch)  # whole, before it joins the others
         session_id = header["session_id"]
         out: list[tuple[int, Session]] = []
         if self._open is None or self._open[1] != session_id:
@@ -106,7 +112,34 @@ class _GaussiaReader(Reader):
         data: dict[str, Any] = dict(header)
         data["metadata"] = {NS: {"streamed": True, **({"header": extras} if extras else {})}}
         _add_turns(data, batches)
-        return [(line, build_session(data))]
+        try:
+            return [(line, build_session(data))]
+        except RecordError as exc:  # reported on the session's first line; the line being read goes on
+            self.failures.append((line, exc))
+            return []
+
+
+# The line's names of what a batch becomes in the model.
+_BATCH_FIELDS = {
+    "qa_id": "qa_id", "ground_truth": "ground_truth_assistant", "observation": "observation",
+    "weight": "weight", "expected_tool_usage": "ground_truth_agentic", "logprobs": "logprobs",
+}  # fmt: skip
+
+
+def _check_batch(header: dict[str, Any], batch: dict[str, Any]) -> None:
+    """Raise the ``RecordError`` that one streamed batch would cause in its session, naming its field."""
+    probe = {k: v for k, v in header.items() if k != "extras"}
+    _add_turns(probe, [batch])
+    try:
+        build_session(probe)
+    except RecordError as exc:
+        field = exc.field or ""
+        if field.startswith("turn_truth[0]."):
+            name = field.removeprefix("turn_truth[0].").split(".", 1)[0]
+            field = f"batch.{_BATCH_FIELDS.get(name, name)}"
+        elif field.startswith("messages"):
+            field = "batch"
+        raise RecordError(exc.reason, field or None) from exc
 
 
 def _header_in(value: Any) -> dict[str, Any]:
@@ -213,7 +246,7 @@ def _header_out(session: Session) -> dict[str, Any]:
     return header
 
 
-def _batch_out(session: Session, turn: Turn, *, last: bool) -> dict[str, Any]:
+def _batch_out(session: Session, turn: Turn, calls: dict[int, str], *, last: bool) -> dict[str, Any]:
     truth = turn.truth
     ground_truth = truth.ground_truth
     if ground_truth is None and last:
@@ -224,9 +257,9 @@ def _batch_out(session: Session, turn: Turn, *, last: bool) -> dict[str, Any]:
         "assistant": turn.answer or "",
         "ground_truth_assistant": ground_truth or "",
     }
-    extras = dict(truth.metadata.get(NS) or {})
+    extras = dict(memo(truth.metadata, NS, f"turns[{turn.index}].metadata"))
     raw_agentic = extras.pop("agentic", None)
-    agentic = _agentic_out(turn, raw_agentic)
+    agentic = _agentic_out(turn, raw_agentic, calls)
     if agentic is not None:
         batch["agentic"] = agentic
     for key, value in (("observation", truth.observation), ("weight", truth.weight),
@@ -237,20 +270,22 @@ def _batch_out(session: Session, turn: Turn, *, last: bool) -> dict[str, Any]:
     return batch
 
 
-def _agentic_out(turn: Turn, raw: Any) -> Any:
+def _agentic_out(turn: Turn, raw: Any, calls: dict[int, str]) -> Any:
     pairs = turn.tool_results()
     used = []
     for i, (call, result) in enumerate(pairs):
         entry: dict[str, Any] = {"tool_name": call.name, "parameters": call.args}
         if result is not None:
             entry["result"] = result.text
-        entry["step"] = (call.metadata.get(NS) or {}).get("step", i + 1)
+        entry["step"] = memo(call.metadata, NS, f"{calls.get(id(call), 'tool_call')}.metadata").get("step", i + 1)
         used.append(entry)
     if isinstance(raw, dict):
+        # The agentic object read is given back while its tools still say what the calls say;
+        # otherwise (the calls changed, or the kept list is not one of tools) it is written anew.
         old = raw.get("tools_used") or []
-        if [(t.get("tool_name"), t.get("parameters") or {}) for t in old] == [
-            (u["tool_name"], u["parameters"]) for u in used
-        ]:
+        old = old if isinstance(old, list) else [old]
+        kept = [(t.get("tool_name"), t.get("parameters") or {}) for t in old if isinstance(t, dict)]
+        if len(kept) == len(old) and kept == [(u["tool_name"], u["parameters"]) for u in used]:
             return raw
         return {**raw, "tools_used": used}
     return {"tools_used": used} if used else raw

@@ -1,42 +1,117 @@
 """Streaming JSON input and output with line numbers.
 
-A file is read as JSON Lines (one value a line), as one JSON array whose elements are
-streamed one at a time, or as a sequence of pretty-printed JSON documents. Memory stays
-bounded by the largest single record, never by the file.
+An input is a sequence of JSON values: one a line (JSON Lines), or pretty-printed documents one
+after another (the two may mix). When the whole input is one JSON array (nothing but whitespace
+after it), its elements are the records, streamed one at a time. The choice is made on the whole
+input, not on its first character: a JSON Lines file whose first line is an array (``[]``, a bare
+message list) is a file of lines, and its first line one record among the others. To tell the two
+apart, up to ``_LOOKAHEAD`` characters of a leading array are held back; an array longer than that
+is streamed, and if JSON follows it, its elements were read as records and a warning says so
+(nothing is dropped; text after an array that is no JSON is reported, and the array read). Memory
+stays bounded by the largest single record and that look-ahead, never by the file.
+
+A bad record costs only itself: a broken line is reported and the next one read; a broken
+document is reported on its first line and reading goes on at the next line that starts in the
+first column; a broken element of a pretty-printed array, at the next line that starts an element
+as the first one did.
+
+What JSON allows but no part of evalcore can hold is a problem on its own record, never an
+exception that stops the file: nesting deeper than the parser goes (about 1,000 levels), an
+integer longer than Python's digit limit (``sys.get_int_max_str_digits()``, 4,300 by default), and
+an escaped lone surrogate (``"\\ud800"``, half of a UTF-16 pair: not a character, and refused by
+every encoder downstream). ``loads`` refuses the same, so JSON parsed inside a record (tool-call
+arguments, traces kept as JSON text) can never bring them in either. Nesting within that limit
+but deeper than evalcore stores is measured on the session (``evalcore.schema.check_storable``);
+``nesting_bound`` tells, from the text alone and at C speed, which records need measuring.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
-__all__ = ["RawRecord", "dumps_compact", "iter_records", "loads"]
+__all__ = ["RawRecord", "Unreadable", "dumps_compact", "iter_records", "loads", "nesting_bound"]
 
 _CHUNK = 1 << 16
+#: Characters of a leading JSON array held back to tell one array from JSON Lines (see above).
+_LOOKAHEAD = 1 << 20
 _decoder = json.JSONDecoder()
 # Bytes that are not UTF-8 arrive as lone surrogates (the file is opened with surrogateescape).
 _BAD_BYTES = re.compile("[\udc80-\udcff]")
 _NOT_UTF8 = "not valid UTF-8 text"
+_NOT_JSON = "not valid JSON"
+_NEWLINE = re.compile("\r\n|\r|\n")
+# An escape that may stand for half of a surrogate pair (checked further when present).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_DIGIT_RUN = re.compile(r"\d+")
+# What a value scan looks at: whole strings, brackets, and a quote that opens a string not closed here.
+_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_SCALAR = re.compile(r"[^\s,\]}]+")
+# A syntax error this far before the end of the text read so far cannot be cured by reading more.
+_SLACK = 32
 
 
 @dataclass
 class RawRecord:
-    """One JSON value read from a file, or the reason it could not be read."""
+    """One JSON value read from a file, or the reason it could not be read.
+
+    ``field`` names where in the value the problem is, when known. A record with a ``warning``
+    (and no value) is a remark about the file at that line. ``nesting`` bounds how deep anything
+    read out of the record can nest, JSON text inside its strings included (see ``nesting_bound``);
+    ``None`` when unknown.
+    """
 
     line: int
     value: Any = None
     error: str | None = None
-    in_array: bool = False  # an element of a top-level JSON array
+    in_array: bool = False  # an element of the JSON array that is the whole input
+    field: str | None = None
+    warning: str | None = None
+    nesting: int | None = None
+
+
+def nesting_bound(text: str, start: int = 0, end: int | None = None) -> int:
+    r"""An upper bound on how deep any JSON value parsed out of ``text[start:end]`` nests, however
+    many times JSON text inside its strings is parsed in turn (tool-call arguments, say).
+
+    Every opening bracket of any such value is a bracket of the text itself or comes out of an
+    escape that can make one, or make the backslash of a further escape: ``\\`` and ``\uXXXX``.
+    Each comes from its own stretch of the text, so their count bounds the depth. A few scans
+    at C speed, for every record read: what lets ``validate_session`` skip measuring the nesting
+    of sessions that cannot be deep.
+    """
+    stop = len(text) if end is None else end
+    bound = text.count("{", start, stop) + text.count("[", start, stop)
+    if text.find("\\", start, stop) >= 0:
+        bound += text.count("\\\\", start, stop) + text.count("\\u", start, stop)
+    return bound
+
+
+class Unreadable(json.JSONDecodeError):
+    """Well-formed JSON that evalcore cannot hold: nested too deep, an integer too long, a lone
+    surrogate. ``reason`` says which; ``field`` names where, when known."""
+
+    def __init__(self, reason: str, doc: str, field: str | None = None) -> None:
+        super().__init__(reason, doc, 0)
+        self.reason = reason
+        self.field = field
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.reason, "", self.field)
 
 
 # orjson turns integers beyond 64 bits into floats: text with a run of 19 digits goes to the
 # stdlib parser. (Mapping every digit to 9 and searching is 3x faster than a regex.)
 _DIGITS_TO_NINE = str.maketrans("0123456789", "9999999999")
+_MARKS = str.maketrans("0123456789[", "9999999999{")
 _NINETEEN = "9" * 19
 
 
@@ -44,6 +119,8 @@ def loads(text: str) -> Any:
     """Parse one JSON value: orjson, or the stdlib where orjson would refuse or change the data.
 
     The stdlib accepts ``NaN`` and ``Infinity`` (which ragas writes) and keeps big integers exact.
+    Raises ``json.JSONDecodeError`` for text that is not JSON, and its subclass ``Unreadable`` for
+    JSON evalcore cannot hold (see the module's docstring).
     """
     if _NINETEEN not in text.translate(_DIGITS_TO_NINE):
         try:
@@ -52,104 +129,362 @@ def loads(text: str) -> Any:
             pass
     if _BAD_BYTES.search(text):
         raise json.JSONDecodeError(_NOT_UTF8, text, 0)
-    return json.loads(text)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise Unreadable(_too_deep(text, _leading_space(text)), text) from None
+    except ValueError:  # the only other ValueError of json.loads: an integer beyond the digit limit
+        raise Unreadable(_too_long(text), text) from None
+    if _SURROGATE_ESCAPE.search(text):
+        _refuse_lone_surrogates(value, text)
+    return value
 
 
 def dumps_compact(value: Any) -> str:
     """Serialise ``value`` as compact JSON (non-ASCII kept as is).
 
-    JSON has no NaN or Infinity: they are written as null, as orjson does.
+    JSON has no NaN or Infinity: orjson writes them as null. Integers beyond 64 bits, and nesting
+    deeper than orjson writes, go through the stdlib.
     """
     try:
         return orjson.dumps(value).decode()
-    except TypeError:  # an integer beyond 64 bits
+    except TypeError:  # orjson.JSONEncodeError: an integer beyond 64 bits, or too deep
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _leading_space(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _too_deep(text: str, pos: int) -> str:
+    return _deep_reason(_scan(text, pos)[1])
+
+
+def _deep_reason(deepest: int) -> str:
+    return f"nested {deepest} levels deep (arrays and objects): deeper than the JSON reader goes"
+
+
+def _too_long(text: str) -> str:
+    digits = max((len(run) for run in _DIGIT_RUN.findall(text)), default=0)
+    limit = sys.get_int_max_str_digits()
+    return f"an integer of {digits} digits: more than the {limit} digits Python reads"
+
+
+def _refuse_lone_surrogates(value: Any, text: str) -> None:
+    """Raise ``Unreadable`` naming the first string (or key) of ``value`` that holds a lone surrogate."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            found = _LONE_SURROGATE.search(item)
+            if found:
+                code = ord(found.group())
+                reason = f"a lone surrogate \\u{code:04x}: half of a UTF-16 pair, not a character"
+                raise Unreadable(reason, text, path or None)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                where = f"{path}.{key}".lstrip(".") if not _LONE_SURROGATE.search(key) else f"{path} (a key)"
+                stack.append((child, where))
+                stack.append((key, where))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
+
+
+def _scan(text: str, pos: int) -> tuple[int, int]:
+    """Where the JSON value at ``pos`` ends (-1 when the text ends first), and how deep it nests.
+
+    Counts brackets outside strings and checks nothing else: for skipping a value the parser
+    refused for its depth or its numbers, not for telling valid JSON.
+    """
+    first = text[pos : pos + 1]
+    if first == '"':
+        found = _STRING.match(text, pos)
+        return (found.end() if found else -1), 0
+    if first not in ("[", "{"):
+        scalar = _SCALAR.match(text, pos)
+        end = scalar.end() if scalar else pos
+        return (end if end < len(text) else -1), 0  # a number at the end may continue
+    depth = deepest = 0
+    for token in _TOKEN.finditer(text, pos):
+        mark = token.group()
+        if mark == "[" or mark == "{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark == "]" or mark == "}":
+            depth -= 1
+            if depth == 0:
+                return token.end(), deepest
+        elif mark == '"':  # a string that does not end in the text
+            return -1, deepest
+    return -1, deepest
+
+
+def _definite(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether a syntax error in ``text`` stays one however much more of the input is read."""
+    if exc.msg.startswith("Unterminated string"):
+        return False  # (a raw newline in a string is "Invalid control character", found at once)
+    return exc.pos < len(text) - _SLACK
 
 
 def iter_records(stream: IO[str]) -> Iterator[RawRecord]:
     """Yield every top-level record of ``stream`` with the line it starts on."""
-    head = stream.read(_CHUNK)
-    stripped = head.lstrip()
-    if stripped.startswith("\ufeff"):  # a byte-order mark left by some editors
-        head = head.replace("\ufeff", "", 1)
-        stripped = head.lstrip()
-    if not stripped:
+    buf = _Buffer(stream, stream.read(_CHUNK))
+    char = buf.skip_space()
+    if char == "\ufeff":  # a byte-order mark left by some editors
+        buf.pos += 1
+        char = buf.skip_space()
+    if char == "":
         return
-    if stripped.startswith("["):
-        yield from _iter_array(stream, head)
-        return
-    # JSON Lines, unless the first line is not a whole value but starts a (pretty-printed) document.
-    start = len(head) - len(stripped)
-    newline = head.find("\n", start)
-    if newline < 0 and len(head) == _CHUNK:
-        head += stream.readline()
-        newline = head.find("\n", start)
-    first = head[start : newline if newline >= 0 else len(head)]
-    if _is_whole_value(first):
-        yield from _iter_lines(stream, head)
-        return
-    is_document, head = _starts_document(stream, head, start)
-    if is_document:
-        yield from _iter_documents(stream, head)
+    if char == "[":
+        yield from _leading_array(buf)
     else:
-        yield from _iter_lines(stream, head)
+        yield from _sequence(buf)
 
 
-def _starts_document(stream: IO[str], text: str, start: int) -> tuple[bool, str]:
-    """Whether a whole JSON value starts at ``start``; reads only as far as needed to tell."""
+def _sequence(buf: _Buffer) -> Iterator[RawRecord]:
+    """Values one after another from the cursor (see ``_iter_lines``)."""
+    line = buf.current_line()
+    yield from _iter_lines(buf.stream, buf.text[buf.pos :], line)
+
+
+def _starts_document(buf: _Buffer) -> bool:
+    """Whether a (pretty-printed) JSON value spanning more than the cursor's line starts there;
+    reads only as far as needed to tell. (A value that ends on its first line, with more after it
+    on that line, makes a broken line of JSON Lines, not a document.)"""
     while True:
         try:
-            _decoder.raw_decode(text, start)
-            return True, text
+            _value, end = _decoder.raw_decode(buf.text, buf.pos)
+            return buf.text.find("\n", buf.pos, end) >= 0
         except json.JSONDecodeError as exc:
-            if exc.msg.startswith("Unterminated string"):
-                broken = "\n" in text[exc.pos :]  # a JSON string never holds a raw newline
-            else:
-                broken = exc.pos < len(text)
-            if broken:
-                return False, text
-        chunk = stream.read(max(_CHUNK, len(text)))
-        if not chunk:
-            return False, text
-        text += chunk
+            if _definite(exc, buf.text):
+                return False
+        except (RecursionError, ValueError):
+            return True  # well-formed but unreadable: the document reader reports why
+        if not buf.more():
+            return False
 
 
 def _is_whole_value(text: str) -> bool:
+    """Whether ``text`` is one JSON value, be it readable or not (a line of bad bytes in a string
+    is whole: its line reports it, and the lines around it are read)."""
     try:
-        loads(text)
+        loads(_BAD_BYTES.sub("?", text))
+    except Unreadable:
+        return True  # a whole value all the same: its line reports why it cannot be read
     except json.JSONDecodeError:
         return False
     return True
 
 
-def _iter_lines(stream: IO[str], head: str) -> Iterator[RawRecord]:
-    lines = head.split("\n")
-    tail = lines.pop()  # what follows the head's last newline: the start of a line
-    number = 0
-    for text in lines:
-        number += 1
-        record = _parse_line(text, number)
-        if record is not None:
+def _iter_lines(stream: _Readable, head: str, first: int = 1) -> Iterator[RawRecord]:
+    """Values one after another: ``head`` (starting on line ``first``), then the rest of ``stream``.
+
+    A line that is a whole value is a record (JSON Lines). A line that is not, but ends open (a
+    ``{`` or ``[`` not closed on it), may start a value spanning lines, a pretty-printed document:
+    it is read whole if it can be. Else the line is broken: reported, and the next line read. A
+    broken document is reported once, on its first line: the indented lines after it (and lone
+    closing brackets) are taken as the rest of it, up to the next line that starts in the first
+    column, where a value of JSON Lines or the next document starts.
+    """
+    lines = _Lines(stream, head)
+    number = first - 1
+    while True:
+        # The lines in front, then the stream's, as fast as can be (this runs for every line).
+        front, start = lines.front, lines.at
+        for at in range(start, len(front)):
+            number += 1
+            record = _parse_line(front[at], number)
+            if record is None:
+                continue
+            if record.error is None:
+                yield record
+                continue
+            lines.at = at + 1
+            break
+        else:
+            lines.at = len(front)
+            record = None
+            text = lines.tail + stream.readline()
+            lines.tail = ""
+            while text:
+                number += 1
+                record = _parse_line(text[:-1] if text.endswith("\n") else text, number)
+                if record is not None:
+                    if record.error is not None:
+                        lines.front, lines.at = [text.rstrip("\n")], 1  # the line in hand, for a document
+                        break
+                    yield record
+                text = stream.readline()
+            else:
+                return
+        # A line that did not read: a document's start, or broken.
+        line_text = lines.front[lines.at - 1]
+        if record.error is not None and record.error.startswith(_NOT_JSON) and _opens(line_text):
+            found, number, buf = _document(lines, line_text, number)
+            yield found or record
+            if buf is not None:  # a pretty-printed document: more are likely to follow
+                number = yield from _iter_documents(lines, buf, number)
+            elif found is None:  # a broken document: its other lines are part of it
+                number = _skip_rest_of_document(lines, number)
+        else:
             yield record
-    text = tail + stream.readline()
-    while text:
+
+
+def _skip_rest_of_document(lines: _Lines, number: int) -> int:
+    """Pass the indented lines (and lone closing brackets) that follow a broken document's first
+    line; the number of the last one passed."""
+    while (text := lines.next()) is not None:
+        if text[:1] not in (" ", "\t", "\r", "") and text.strip() not in ("}", "]", "},", "],"):
+            lines.give_back(text + "\n")
+            break
         number += 1
-        record = _parse_line(text.rstrip("\n"), number)
-        if record is not None:
-            yield record
-        text = stream.readline()
+    return number
+
+
+def _opens(text: str) -> bool:
+    """Whether a line that is not JSON ends with a value still open (which may go on over the next lines)."""
+    text = text.rstrip()
+    if text.lstrip()[:1] not in ("{", "["):
+        return False
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(text)
+    except (RecursionError, ValueError):
+        return False
+    return False
+
+
+class _Lines:
+    """The lines still to read: those in front (the head's, or read ahead and given back), then the
+    stream's. ``read`` gives whole lines, for a ``_Buffer`` reading a document across lines."""
+
+    def __init__(self, stream: _Readable, head: str) -> None:
+        self.stream = stream
+        self.front = _split_lines(head)
+        self.tail = self.front.pop()  # what follows the head's last newline: the start of a line
+        self.at = 0
+
+    def next(self) -> str | None:
+        """The next line, without its newline; None at the end."""
+        if self.at < len(self.front):
+            self.at += 1
+            return self.front[self.at - 1]
+        line, self.tail = self.tail + self.stream.readline(), ""
+        if not line:
+            return None
+        return line[:-1] if line.endswith("\n") else line
+
+    def readline(self) -> str:
+        line = self.next()
+        return "" if line is None else line + "\n"
+
+    def read(self, size: int) -> str:
+        """At least ``size`` characters (less at the end): lines in front, else the stream's text."""
+        if self.at >= len(self.front):
+            text, self.tail = self.tail + self.stream.read(size), ""
+            return text
+        parts: list[str] = []
+        got = 0
+        while got < size and self.at < len(self.front):
+            line = self.front[self.at]
+            self.at += 1
+            parts.append(line)
+            got += len(line) + 1
+        return "".join(f"{line}\n" for line in parts)
+
+    def give_back(self, text: str) -> None:
+        """Put ``text`` (read ahead, not used) back in front of the lines still to read. Text that
+        does not end a line was read from the stream: its last piece leads the stream's next line."""
+        lines = _split_lines(text)
+        last = lines.pop()
+        self.front = lines + self.front[self.at :]
+        self.at = 0
+        if last:
+            self.tail = last + self.tail
+
+
+def _split_lines(text: str) -> list[str]:
+    """``text`` cut into lines as the file's ``readline`` cuts them (open with ``newline=""``): at
+    LF, CRLF and a lone CR, which JSON allows only as whitespace. A CR at the very end stays on
+    the last piece: the LF that may follow it comes with the next read."""
+    if "\r" not in text:
+        return text.split("\n")
+    kept = "\r" if text.endswith("\r") else ""
+    lines = _NEWLINE.split(text[: len(text) - len(kept)])
+    lines[-1] += kept
+    return lines
+
+
+def _document(lines: _Lines, text: str, number: int) -> tuple[RawRecord | None, int, _Buffer | None]:
+    """Read a value spanning lines from line ``number`` (``text``) on.
+
+    Returns the record (``None`` when no such value starts there: whatever was read ahead goes
+    back to ``lines``), the number of the line before what is left to read, and, after a
+    document, the buffer it was read with, its cursor just past it (for ``_iter_documents``)."""
+    buf = _Buffer(lines, text + "\n", chunk=256)  # grown by doubling: what is read ahead stays small
+    buf.keep = True  # on failure, everything read goes back to the lines
+    buf.skip_space()
+    try:
+        record = RawRecord(number, buf.decode(), nesting=buf.nesting)
+    except _Skipped as exc:  # well-formed, and the cursor is past it: unreadable all the same
+        record = RawRecord(number, error=exc.reason, field=exc.field)
+    except _Malformed:
+        lines.give_back(buf.text[len(text) + 1 :])
+        return None, number, None
+    if not buf.text.count("\n", 0, buf.pos):  # ends on its own line, more after it: a broken line
+        lines.give_back(buf.text[len(text) + 1 :])
+        return None, number, None
+    return record, number, buf
+
+
+def _iter_documents(lines: _Lines, buf: _Buffer, first: int) -> Generator[RawRecord, None, int]:
+    """Documents one after another with the buffer that read the first (which starts on line
+    ``first``), read as a stream, until one breaks: then what is left goes back to ``lines``
+    from that document on. Returns the number of the line before what is left."""
+    buf.keep, buf.chunk = False, _CHUNK
+    while True:
+        char = buf.skip_space()
+        line = first + buf.current_line() - 1
+        if char == "":
+            return line
+        try:
+            yield RawRecord(line, buf.decode(), nesting=buf.nesting)
+        except _Skipped as exc:
+            yield RawRecord(line, error=exc.reason, field=exc.field)
+        except _Malformed:  # read on line by line from there (the lines say what is wrong)
+            lines.give_back(buf.text[buf.pos :])
+            return line - 1
 
 
 def _parse_line(text: str, number: int) -> RawRecord | None:
+    """The record on a line; None for a blank one."""
     text = text.rstrip("\r")
     if not text.strip():
         return None
+    # ``loads``, inline, with the nesting bound from the same pass over the text (digits to 9 for
+    # ``loads``, brackets to ``{`` for the bound).
+    marked = text.translate(_MARKS)
+    if _NINETEEN not in marked:
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            bound = marked.count("{")
+            if "\\" in text:
+                bound += text.count("\\\\") + text.count("\\u")
+            return RawRecord(number, value, nesting=bound)
     try:
-        return RawRecord(number, loads(text))
+        return RawRecord(number, loads(text), nesting=nesting_bound(text))
+    except Unreadable as exc:
+        return RawRecord(number, error=exc.reason, field=exc.field)
     except json.JSONDecodeError as exc:
         if _BAD_BYTES.search(text):
             return RawRecord(number, error=_NOT_UTF8)
-        return RawRecord(number, error=f"not valid JSON ({_short(exc)})")
+        return RawRecord(number, error=f"{_NOT_JSON} ({_short(exc)})")
 
 
 def _short(exc: Exception) -> str:
@@ -157,26 +492,48 @@ def _short(exc: Exception) -> str:
     return message.split(":", 1)[0] if len(message) > 120 else message
 
 
-class _Buffer:
-    """A growing text buffer over a stream that counts the lines it consumes."""
+class _Readable(Protocol):
+    """What the readers here need of a stream (a text file; ``_Lines``)."""
 
-    def __init__(self, stream: IO[str], head: str) -> None:
+    def read(self, size: int, /) -> str: ...
+
+    def readline(self) -> str: ...
+
+
+class _Buffer:
+    """A growing text buffer over a stream that counts the lines it consumes.
+
+    Text before the cursor is dropped as more is read, unless ``keep`` is set (while a decision
+    about the input may still send the reader back to the start).
+    """
+
+    def __init__(self, stream: _Readable, head: str, *, chunk: int = _CHUNK) -> None:
         self.stream = stream
+        self.chunk = chunk  # the least read at a time
         self.text = head
         self.pos = 0
         self.eof = False
+        self.keep = False
+        self.base = 0  # the input offset of ``text[0]``
+        self.nesting = 0  # ``nesting_bound`` of the last value decoded
         # Lines are counted incrementally: ``line`` is the line number at offset ``counted``.
         self.line = 1
         self.counted = 0
 
+    def offset(self) -> int:
+        """The cursor's offset in the whole input."""
+        return self.base + self.pos
+
     def more(self) -> bool:
         if self.eof:
             return False
-        self.current_line()
-        self.text = self.text[self.pos :]
-        self.counted -= self.pos
-        self.pos = 0
-        chunk = self.stream.read(max(_CHUNK, len(self.text)))
+        if not self.keep:
+            self.current_line()
+            self.text = self.text[self.pos :]
+            self.counted -= self.pos
+            self.base += self.pos
+            self.pos = 0
+        chunk = self.stream.read(max(self.chunk, len(self.text) - self.pos))
         if not chunk:
             self.eof = True
             return False
@@ -193,76 +550,216 @@ class _Buffer:
             if not self.more():
                 return ""
 
+    def line_end(self) -> int:
+        """The offset of the end of the cursor's line (its newline, or the end of the input)."""
+        while True:
+            newline = self.text.find("\n", self.pos)
+            if newline >= 0:
+                return newline
+            if not self.more():
+                return len(self.text)
+
     def current_line(self) -> int:
         self.line += self.text.count("\n", self.counted, self.pos)
         self.counted = self.pos
         return self.line
 
     def decode(self) -> Any:
-        """Decode one value at the cursor, reading more until it is complete."""
+        """Decode one value at the cursor, reading more until it is complete.
+
+        Raises ``_Malformed`` for a syntax error (the cursor stays), and ``_Skipped`` for a
+        well-formed value that cannot be held (the cursor moves past it).
+        """
         while True:
             try:
                 value, end = _decoder.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
-                if self.more():
+                if not _definite(exc, self.text) and self.more():
                     continue
-                raise _Malformed(exc) from exc
+                raise _Malformed(exc.msg, exc.pos) from None
+            except RecursionError:
+                _end, deepest = self._value_end()
+                raise _Skipped(_deep_reason(deepest)) from None
+            except ValueError:  # an integer beyond the digit limit
+                start = self.pos
+                end, _deepest = self._value_end()
+                raise _Skipped(_too_long(self.text[start:end])) from None
             # A number at the end of the buffer may continue in the next chunk.
             if end == len(self.text) and not self.eof and self.more():
                 continue
             start, self.pos = self.pos, end
+            self.nesting = nesting_bound(self.text, start, end)
             if _BAD_BYTES.search(self.text, start, end):
-                raise _Malformed(json.JSONDecodeError(_NOT_UTF8, self.text, start))
+                raise _Skipped(_NOT_UTF8)
+            if self.text.find("\\u", start, end) >= 0 and _SURROGATE_ESCAPE.search(self.text, start, end):
+                try:
+                    _refuse_lone_surrogates(value, "")
+                except Unreadable as exc:
+                    raise _Skipped(exc.reason, exc.field) from None
             return value
+
+    def _value_end(self) -> tuple[int, int]:
+        """Move the cursor past the value there (reading as needed); its end and depth."""
+        while True:
+            end, deepest = _scan(self.text, self.pos)
+            if end >= 0:
+                self.pos = end
+                return end, deepest
+            if not self.more():
+                raise _Malformed("a value that does not end", len(self.text))
 
 
 class _Malformed(Exception):
-    def __init__(self, exc: json.JSONDecodeError) -> None:
-        super().__init__(exc.msg)
-        self.reason = exc.msg
+    def __init__(self, reason: str, pos: int = 0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.pos = pos  # where in the buffer's text
 
 
-def _iter_array(stream: IO[str], head: str) -> Iterator[RawRecord]:
-    buf = _Buffer(stream, head)
-    buf.skip_space()
+class _Skipped(Exception):
+    def __init__(self, reason: str, field: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+
+
+def _leading_array(buf: _Buffer) -> Iterator[RawRecord]:
+    """An input that starts with an array: one JSON array (its elements are the records), or the first
+    value of a sequence (then the array is one record) — told by what follows it."""
+    start, start_line, origin = buf.pos, buf.current_line(), buf.offset()
+    buf.keep = True  # until the array is known to be the whole input, or is too long to hold back
     buf.pos += 1  # the opening bracket
+    pending: list[RawRecord] | None = []  # held back; None once streaming
     expect_value = True
+    indent: str | None = None  # what stands before the first element on its line, when it starts one
     while True:
+        if pending is not None and buf.offset() - origin > _LOOKAHEAD:
+            yield from pending
+            pending, buf.keep = None, False
         char = buf.skip_space()
         line = buf.current_line()
+        broken: str | None = None
         if char == "":
-            yield RawRecord(line, error="not valid JSON (the array is not closed)")
-            return
-        if char == "]":
-            return
-        if char == ",":
-            if expect_value:
-                yield RawRecord(line, error="not valid JSON (an empty array element)")
-                return
+            broken = "the array is not closed"
+        elif char == "]":
             buf.pos += 1
+            yield from _after_array(buf, pending, start_line)
+            return
+        elif char == ",":
+            if expect_value:
+                broken = "an empty array element"
+            else:
+                buf.pos += 1
+                expect_value = True
+                continue
+        elif not expect_value:
+            broken = "expected ',' or ']' between elements"
+        if broken is None:
+            if indent is None:
+                indent = _indent_at(buf.text, buf.pos) or ""
+            try:
+                record = RawRecord(line, buf.decode(), in_array=True, nesting=buf.nesting)
+            except _Skipped as exc:  # the cursor is past it: the next element is read
+                record = RawRecord(line, error=exc.reason, field=exc.field, in_array=True)
+            except _Malformed as exc:
+                broken = exc.reason
+            expect_value = False
+        if broken is not None:
+            if pending is not None and _reads_as_lines(buf, start):
+                buf.keep = False  # a JSON Lines file whose first line is broken: read line by line
+                yield from _iter_lines(buf.stream, buf.text[start:], start_line)
+                return
+            resume = _resync(buf, indent, after=not broken.startswith("expected")) if char and indent else None
+            if resume is None:
+                yield from pending or []
+                rest = "" if char == "" else "; the rest of the array is unreadable"
+                yield RawRecord(line, error=f"not valid JSON ({broken}){rest}", in_array=True)
+                return
+            record = RawRecord(line, error=f"not valid JSON ({broken}); read on from line {resume}", in_array=True)
             expect_value = True
-            continue
-        if not expect_value:
-            yield RawRecord(line, error="not valid JSON (expected ',' or ']' between elements)")
-            return
-        try:
-            value = buf.decode()
-        except _Malformed as exc:
-            yield RawRecord(line, error=f"not valid JSON ({exc.reason}); the rest of the array is unreadable")
-            return
-        expect_value = False
-        yield RawRecord(line, value, in_array=True)
+        if pending is None:
+            yield record
+        else:
+            pending.append(record)
 
 
-def _iter_documents(stream: IO[str], head: str) -> Iterator[RawRecord]:
-    buf = _Buffer(stream, head)
+def _indent_at(text: str, pos: int) -> str | None:
+    """The whitespace before ``pos`` on its line, when only whitespace is there."""
+    start = text.rfind("\n", 0, pos) + 1
+    before = text[start:pos]
+    return before if not before.strip() else None
+
+
+def _resync(buf: _Buffer, indent: str, *, after: bool) -> int | None:
+    """After a broken element of a pretty-printed array: move the cursor to the next line that
+    starts an element as the first one did (``indent``, then ``{`` or ``[``), looking from the end
+    of the cursor's line (``after``) or from its start; that line's number, or None if none does."""
+    marks = ("\n" + indent + "{", "\n" + indent + "[")
+    origin = buf.text.find("\n", buf.pos) if after else buf.text.rfind("\n", 0, buf.pos)
     while True:
-        if buf.skip_space() == "":
-            return
-        line = buf.current_line()
-        try:
-            value = buf.decode()
-        except _Malformed as exc:
-            yield RawRecord(line, error=f"not valid JSON ({exc.reason}); the rest of the file is unreadable")
-            return
-        yield RawRecord(line, value)
+        if origin >= 0:
+            hits = [i for i in (buf.text.find(mark, origin) for mark in marks) if i >= 0]
+            if hits:
+                buf.pos = min(hits) + len(marks[0]) - 1
+                return buf.current_line()
+            buf.pos = max(buf.pos, len(buf.text) - len(marks[0]))  # what was searched may be dropped
+        if not buf.more():
+            return None
+        origin = buf.pos if origin >= 0 else buf.text.find("\n", buf.pos)
+
+
+def _after_array(buf: _Buffer, pending: list[RawRecord] | None, start_line: int) -> Iterator[RawRecord]:
+    """The leading array has closed: it was the whole input, or the first value of a sequence.
+
+    What follows decides: nothing, or text that starts no JSON value (junk after the array: it is
+    reported, line by line), and the array is the input's body; a JSON value, and it was one."""
+    if buf.skip_space() == "":
+        yield from pending or []
+        return
+    if pending is not None and not _starts_value(buf):
+        yield from pending
+        buf.keep = False
+        yield from _sequence(buf)
+        return
+    if pending is None:
+        yield RawRecord(
+            buf.current_line(),
+            warning=f"more JSON follows the array that starts on line {start_line}; the array was too long "
+            "to hold back, so its elements were read as records, and what follows is read too "
+            "(a file is one JSON array only when nothing follows it)",
+        )
+    else:
+        errors = [r for r in pending if r.error is not None]
+        if errors:  # the array, one record of a sequence, cannot be read: say where and why
+            yield from (RawRecord(r.line, error=r.error, field=r.field) for r in errors)
+        else:
+            bounds = [r.nesting for r in pending]
+            nesting = None if None in bounds else max((b for b in bounds if b is not None), default=0) + 1
+            yield RawRecord(start_line, [r.value for r in pending], nesting=nesting)
+    buf.keep = False
+    yield from _sequence(buf)
+
+
+def _starts_value(buf: _Buffer) -> bool:
+    """Whether the cursor's line is a whole JSON value, or a (pretty-printed) one starts there."""
+    end = buf.line_end()
+    return _is_whole_value(buf.text[buf.pos : end]) or _starts_document(buf)
+
+
+def _reads_as_lines(buf: _Buffer, start: int) -> bool:
+    """Whether a leading array that broke is better read as JSON Lines: when the first line is not a
+    whole value, the next non-blank one is."""
+    newline = buf.text.find("\n", start)
+    if newline < 0:
+        return False
+    begin = newline + 1
+    while True:
+        end = buf.text.find("\n", begin)
+        while end < 0 and buf.more():
+            end = buf.text.find("\n", begin)
+        text = buf.text[begin : end if end >= 0 else len(buf.text)]
+        if text.strip():
+            return _is_whole_value(text.rstrip("\r"))
+        if end < 0:
+            return False
+        begin = end + 1

@@ -49,7 +49,8 @@ def _is_lc_message(m: Any) -> bool:
         return False
     if isinstance(m.get("data"), dict) and "type" in m:
         return True  # messages_to_dict
-    return m.get("type") in _TYPES and "content" in m and "role" not in m  # model_dump
+    kind = m.get("type")
+    return isinstance(kind, str) and kind in _TYPES and "content" in m and "role" not in m  # model_dump
 
 
 @register

@@ -14,6 +14,7 @@ from evalcore.errors import RecordError
 from evalcore.formats._chat import chat_message_in, chat_messages_in
 from evalcore.formats._records import build_session, expect_dict, expect_list
 from evalcore.formats.base import Format, register
+from evalcore.formats.jsonio import loads
 from evalcore.schema import Session
 
 __all__ = ["session_fields_from_trace"]
@@ -47,18 +48,25 @@ def _attr(span: dict[str, Any], key: str) -> Any:
     raw = attributes.get(key) if isinstance(attributes, dict) else None
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            return loads(raw)
         except json.JSONDecodeError:
             return raw
     return raw
 
 
 def _span_id(span: dict[str, Any]) -> Any:
-    return span.get("span_id") or (span.get("context") or {}).get("span_id")
+    """The span's id, when it is one (a string or a number): spans are linked by it."""
+    context = span.get("context")
+    found = span.get("span_id") or (context.get("span_id") if isinstance(context, dict) else None)
+    return found if isinstance(found, str | int | float) and not isinstance(found, bool) else None
 
 
 def _parent_id(span: dict[str, Any]) -> Any:
-    return span.get("parent_span_id", span.get("parent_id"))
+    """The id of the span's parent: ``None`` for a root; a parent that is not an id links to no span."""
+    found = span.get("parent_span_id", span.get("parent_id"))
+    if not found:
+        return None
+    return found if isinstance(found, str | int | float) and not isinstance(found, bool) else "(not a span id)"
 
 
 def _start(span: dict[str, Any]) -> int:
@@ -69,9 +77,9 @@ def _start(span: dict[str, Any]) -> int:
 def session_fields_from_trace(trace: dict[str, Any]) -> dict[str, Any]:
     """Canonical session fields (messages, retrieved context, ids, usage) derived from a trace."""
     info = expect_dict(trace.get("info", {}), "info")
+    data_field = expect_dict(trace.get("data") or {}, "data")
     spans = [
-        expect_dict(s, f"data.spans[{i}]")
-        for i, s in enumerate(expect_list((trace.get("data") or {}).get("spans"), "data.spans"))
+        expect_dict(s, f"data.spans[{i}]") for i, s in enumerate(expect_list(data_field.get("spans"), "data.spans"))
     ]
     spans.sort(key=_start)
     roots = [s for s in spans if not _parent_id(s)]
@@ -203,8 +211,9 @@ def _retrieved(spans: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
     chunks = []
     for doc in documents if isinstance(documents, list) else []:
         if isinstance(doc, dict):
-            meta = doc.get("metadata") or {}
-            chunks.append({"content": doc.get("page_content"), "doc_uri": meta.get("doc_uri")})
+            meta = doc.get("metadata")
+            chunks.append({"content": doc.get("page_content"),
+                           "doc_uri": meta.get("doc_uri") if isinstance(meta, dict) else None})  # fmt: skip
     return chunks
 
 

@@ -44,7 +44,7 @@ class EvalcoreFormat(Format):
         data = session.model_dump(mode="json", exclude_defaults=True, exclude={"provenance"})
         return [{"schema_version": SCHEMA_VERSION, **data}]
 
-    def write_lines(self, session: Session) -> list[str]:
+    def serialise(self, session: Session) -> list[str]:
         # The same as ``write`` then ``dumps``, in one pass of pydantic's serialiser.
         body = session.model_dump_json(exclude_defaults=True, exclude={"provenance"})
         return [_VERSION_PREFIX + ("}" if body == "{}" else "," + body[1:])]

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args
+from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.formats.base import Format, Reader, register
+from evalcore.formats.jsonio import loads
 from evalcore.schema import Message, Session, block_text
 from evalcore.schema import call_ids as session_call_ids
 
@@ -32,7 +33,10 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "develop
 
 
 def _is_item(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("type") in ITEM_TYPES
+    if not isinstance(value, dict):
+        return False
+    kind = value.get("type")
+    return isinstance(kind, str) and kind in ITEM_TYPES
 
 
 def _as_trace(column: str, value: Any) -> dict[str, Any] | None:
@@ -41,7 +45,7 @@ def _as_trace(column: str, value: Any) -> dict[str, Any] | None:
         if '"items"' not in value:
             return None
         try:
-            value = json.loads(value)
+            value = loads(value)
         except ValueError:
             return None
     marked = isinstance(value, dict) and (value.get("FORMAT") == "open_responses" or column == "trace")
@@ -91,12 +95,12 @@ class OpenResponsesFormat(Format):
         return _ItemsReader(self.parse)
 
     def write(self, session: Session) -> Iterable[Any]:
-        extras = dict(session.metadata.get(NS) or {})
+        extras = dict(memo(session.metadata, NS))
         row = extras.pop("row", None)
         if isinstance(row, dict):
             (inner,) = self.write(session.model_copy(update={"metadata": {**session.metadata, NS: extras}}))
             return [_row_out(session, row, inner)]
-        items = _items_out(session, extras.pop("trailing", []))
+        items = _items_out(session, expect_list(extras.pop("trailing", None) or [], f"metadata.{NS}.trailing"))
         if extras.pop("items_only", False):
             return items  # one value per item: a .json output is again one flat array of items
         if extras.pop("bare", False):
@@ -137,7 +141,11 @@ class _ItemsReader(Reader):
         if not self._items:
             return []
         items, self._items = self._items, []
-        return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
+        try:
+            return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
+        except RecordError as exc:  # reported on the first item's line; the record being read goes on
+            self.failures.append((self._line, exc))
+            return []
 
 
 def _row_in(record: dict[str, Any], column: str, trace: dict[str, Any]) -> Session:
@@ -154,7 +162,7 @@ def _row_in(record: dict[str, Any], column: str, trace: dict[str, Any]) -> Sessi
 
 
 def _row_out(session: Session, row: dict[str, Any], trace: Any) -> dict[str, Any]:
-    columns = dict(row.get("columns") or {})
+    columns = dict(expect_dict(row.get("columns") or {}, f"metadata.{NS}.row.columns"))
     if session.reference is not None or isinstance(columns.get("target"), str):
         columns["target"] = session.reference  # the reviewer's reference, where LatticeFlow's scorers read it
     column = str(row.get("column") or "trace")
@@ -291,12 +299,15 @@ _SYNTHETIC = {"id": "", "status": "completed"}
 
 def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
     call_ids, result_ids = session_call_ids(session.messages)
+    names = {id(m): f"messages[{i}]" for i, m in enumerate(session.messages)}
     items: list[Any] = []
     for message in session.messages_with_context():
-        meta = message.metadata.get(NS) or {}
-        items.extend(meta.get("before", []))
-        if "custom" in meta and block_text(_custom_text(meta["custom"])) == message.text:
-            items.append(meta["custom"])
+        where = names.get(id(message), "context")
+        meta = memo(message.metadata, NS, f"{where}.metadata")
+        items.extend(expect_list(meta.get("before") or [], f"{where}.metadata.{NS}.before"))
+        custom = meta.get("custom")
+        if isinstance(custom, dict) and block_text(_custom_text(custom)) == message.text:
+            items.append(custom)
         elif message.role == "tool":
             item: dict[str, Any] = {"type": "function_call_output"}
             item["call_id"] = message.tool_call_id or result_ids.get(id(message), "")
@@ -304,7 +315,7 @@ def _items_out(session: Session, trailing: list[Any]) -> list[Any]:
             kept = {k: v for k, v in meta.items() if k != "before"}
             items.append(item | (kept if NS in message.metadata else _SYNTHETIC))
         else:
-            items.extend(_assistant_or_message_out(message, meta, call_ids))
+            items.extend(_assistant_or_message_out(message, meta, call_ids, where))
     return items + trailing
 
 
@@ -313,7 +324,9 @@ def _custom_text(item: dict[str, Any]) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def _assistant_or_message_out(message: Message, meta: dict[str, Any], call_ids: dict[int, str]) -> list[Any]:
+def _assistant_or_message_out(
+    message: Message, meta: dict[str, Any], call_ids: dict[int, str], where: str
+) -> list[Any]:
     items: list[Any] = []
     if message.reasoning is not None:
         raw = meta.get("reasoning_item")
@@ -324,14 +337,19 @@ def _assistant_or_message_out(message: Message, meta: dict[str, Any], call_ids: 
     from_here = "message" in meta
     empty = message.content is None or (message.content == "" and not from_here)
     if not empty or (message.reasoning is None and not message.tool_calls):
-        extras: dict[str, Any] = dict(meta["message"]) if from_here else dict(_SYNTHETIC)
+        kept = expect_dict(meta["message"], f"{where}.metadata.{NS}.message") if from_here else _SYNTHETIC
+        extras: dict[str, Any] = dict(kept)
         no_type = extras.pop("no_type", False)
         role = extras.pop("role", message.role)
         item = {} if no_type else {"type": "message"}
         item |= {"role": role, "content": _content_out(message, from_here=from_here)}
         items.append(item | extras)
-    for call in message.calls:
-        extras = dict(call.metadata[NS]) if NS in call.metadata else dict(_SYNTHETIC)
+    for i, call in enumerate(message.calls):
+        extras = (
+            dict(memo(call.metadata, NS, f"{where}.tool_calls[{i}].metadata"))
+            if NS in call.metadata
+            else dict(_SYNTHETIC)
+        )
         raw = extras.pop("arguments", None)
         item = {"type": "function_call", "call_id": call_ids[id(call)], "name": call.name,
                 "arguments": dump_args(call.args, raw)}  # fmt: skip

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from evalcore.formats._chat import chat_message_out, chat_messages_in
-from evalcore.formats._records import build_session, expect_dict
+from evalcore.formats._chat import chat_message_out, chat_messages_in, message_names
+from evalcore.formats._records import build_session, expect_dict, memo
 from evalcore.formats.base import Format, register
 from evalcore.schema import Session, call_ids
 
@@ -45,8 +45,9 @@ class OpenAIFormat(Format):
 
     def write(self, session: Session) -> Iterable[Any]:
         ids = call_ids(session.messages)
-        messages = [chat_message_out(m, ids) for m in session.messages_with_context()]
-        extras = dict(session.metadata.get("openai") or {})
+        names = message_names(session.messages)
+        messages = [chat_message_out(m, ids, names.get(id(m), "context")) for m in session.messages_with_context()]
+        extras = dict(memo(session.metadata, "openai"))
         if extras.pop("bare", False):
             return [messages]
         return [{"messages": messages, **extras}]

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
 from evalcore.formats.base import Format, register
 from evalcore.schema import Message, Session, ToolCall
 
@@ -78,7 +78,7 @@ class RagasFormat(Format):
             row["rubrics"] = session.rubrics
         if session.reference_topics is not None:
             row["reference_topics"] = session.reference_topics
-        row.update(session.metadata.get("ragas") or {})
+        row.update(memo(session.metadata, "ragas"))
         return [row]
 
     def dumps(self, value: Any) -> str:

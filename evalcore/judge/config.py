@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalcore.errors import UsageError
+from evalcore.judge.redact import public_url
 
 __all__ = ["DEFAULT_PRICES", "JudgeConfig", "load_prices"]
 
@@ -41,11 +42,17 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
 
 @dataclass
 class JudgeConfig:
-    """Everything the judge client needs. ``from_env`` fills it the way the CLI does."""
+    """Everything the judge client needs. ``from_env`` fills it the way the CLI does.
+
+    ``timeout`` bounds each attempt at a call as a whole (connecting, sending, every byte of the
+    answer), not each read; ``max_response_bytes`` bounds an answer's size, both as sent and once
+    decompressed. The API key and any credentials in ``base_url`` are never shown: ``repr`` and
+    ``public_url`` leave them out.
+    """
 
     model: str
     base_url: str = "https://api.openai.com/v1"
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     timeout: float = 60.0
     max_retries: int = 4
     backoff: float = 1.0  # seconds before the first retry; doubles each time
@@ -53,6 +60,19 @@ class JudgeConfig:
     concurrency: int = 8
     json_mode: bool = True  # ask for response_format json_object
     prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    max_response_bytes: int = 4 * 1024 * 1024  # an answer larger than this (sent or decoded) fails its item
+
+    def __repr__(self) -> str:
+        return (
+            f"JudgeConfig(model={self.model!r}, base_url={self.public_url!r}, "
+            f"api_key={'[REDACTED]' if self.api_key else None}, timeout={self.timeout!r}, "
+            f"max_retries={self.max_retries!r}, concurrency={self.concurrency!r})"
+        )
+
+    @property
+    def public_url(self) -> str:
+        """The base URL without credentials (user, password, secret query parameters): what may be stored or shown."""
+        return public_url(self.base_url)
 
     @classmethod
     def from_env(

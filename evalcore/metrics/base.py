@@ -33,6 +33,9 @@ __all__ = [
 
 Level = Literal["turn", "session"]
 
+#: The longest reason (or error) a judged result keeps; beyond it the text is cut, and marked as cut.
+MAX_REASON_CHARS = 4000
+
 
 #: What a metric may need, and how to tell whether a session has it.
 REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
@@ -54,15 +57,16 @@ REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
 
 @dataclass(slots=True)
 class JudgeUsage:
-    """What the judge calls behind one result cost."""
+    """What the judge calls behind one result cost (tokens ``None``: the endpoint's figures were not believable)."""
 
     model: str
     calls: int = 0
     cached: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     cost: float | None = None
     latency_ms: float = 0.0
+    warnings: tuple[str, ...] = ()  # what the calls' figures were not trusted for
 
     @classmethod
     def of(cls, model: str, verdict: Any) -> JudgeUsage:
@@ -75,6 +79,7 @@ class JudgeUsage:
             output_tokens=verdict.output_tokens,
             cost=verdict.cost,
             latency_ms=verdict.latency_ms,
+            warnings=tuple(getattr(verdict, "warnings", ())),
         )
 
 
@@ -196,20 +201,20 @@ class Metric(BaseModel):
         if missing:
             return [self.not_applicable(f"missing {', '.join(missing)}")]
         if self.level == "session":
-            return [await self._guarded(self.judge_session(session, judge), None)]
+            return [await self._guarded(self.judge_session(session, judge), None, judge)]
         turns = session.turns()
         results = [
-            await self._guarded(self.judge_turn(session, t, judge, last=t.index == len(turns) - 1), t.index)
+            await self._guarded(self.judge_turn(session, t, judge, last=t.index == len(turns) - 1), t.index, judge)
             for t in turns
         ]
-        return [*results, self.roll_up(session, results)]
+        return [*results, _judged(self.roll_up(session, results), judge)]
 
-    async def _guarded(self, work: Any, turn: int | None) -> MetricResult:
+    async def _guarded(self, work: Any, turn: int | None, judge: Judge | None = None) -> MetricResult:
         try:
             result: MetricResult = await work
-            return result
         except Exception as exc:  # the judge's failures are data, kept with the item, with what they cost
-            return self.result(None, turn=turn, error=f"{type(exc).__name__}: {exc}", usage=_usage_of_failure(exc))
+            result = self.result(None, turn=turn, error=f"{type(exc).__name__}: {exc}", usage=_usage_of_failure(exc))
+        return _judged(result, judge)
 
     # -- rolling turns up ------------------------------------------------------------------
 
@@ -255,6 +260,31 @@ class Metric(BaseModel):
         return self.result(value, reason, sub=sub, warnings=[warning] if warning else [], usage=_sum_usage(results))
 
 
+def _judged(result: MetricResult, judge: Judge | None) -> MetricResult:
+    """A judged result made safe to keep: its texts redacted of credentials (the client already did;
+    this is the second fence) and cut to ``MAX_REASON_CHARS``; untrusted token figures noted."""
+    redact: Callable[[str], str] = getattr(judge, "redact", None) or (lambda text: text)
+    if result.reason is not None:
+        result.reason = _capped(redact(result.reason))
+    if result.error is not None:
+        result.error = _capped(redact(result.error))
+    if result.not_applicable is not None:
+        result.not_applicable = _capped(redact(result.not_applicable))
+    if result.usage is not None:
+        for warning in result.usage.warnings:
+            if warning not in result.warnings:
+                result.warnings.append(warning)
+    if result.warnings:
+        result.warnings = [_capped(redact(w)) for w in result.warnings]
+    return result
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_REASON_CHARS:
+        return text
+    return f"{text[:MAX_REASON_CHARS]} [cut: {len(text):,} characters in all]"
+
+
 def _usage_of_failure(exc: Exception) -> JudgeUsage | None:
     verdict = getattr(exc, "verdict", None)
     if verdict is None or not (verdict.calls or verdict.cached):
@@ -273,14 +303,17 @@ def _sum_usage(results: list[MetricResult]) -> JudgeUsage | None:
     if not usages:
         return None
     costs = [u.cost for u in usages]
+    tokens_in = [u.input_tokens for u in usages]
+    tokens_out = [u.output_tokens for u in usages]
     return JudgeUsage(
         model=usages[0].model,
         calls=sum(u.calls for u in usages),
         cached=sum(u.cached for u in usages),
-        input_tokens=sum(u.input_tokens for u in usages),
-        output_tokens=sum(u.output_tokens for u in usages),
+        input_tokens=None if None in tokens_in else sum(t or 0 for t in tokens_in),
+        output_tokens=None if None in tokens_out else sum(t or 0 for t in tokens_out),
         cost=None if any(c is None for c in costs) else math.fsum(c or 0.0 for c in costs),
         latency_ms=sum(u.latency_ms for u in usages),
+        warnings=tuple(dict.fromkeys(w for u in usages for w in u.warnings)),
     )
 
 

@@ -14,9 +14,10 @@ from evalcore.schema.session import (
     call_ids,
     link_tool_results,
 )
-from evalcore.schema.validation import Problem, resolve_weights, validate_session
+from evalcore.schema.validation import MAX_DEPTH, Problem, check_storable, resolve_weights, validate_session
 
 __all__ = [
+    "MAX_DEPTH",
     "SCHEMA_VERSION",
     "STATUSES",
     "TRUTH_FIELDS",
@@ -33,6 +34,7 @@ __all__ = [
     "TurnTruth",
     "block_text",
     "call_ids",
+    "check_storable",
     "link_tool_results",
     "resolve_weights",
     "validate_session",

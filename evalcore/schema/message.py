@@ -32,6 +32,8 @@ def block_text(content: Content) -> str:
         return content
     parts: list[str] = []
     for block in content:
+        if not isinstance(block, dict):  # (raw items a reader passes may hold anything)
+            continue
         key = _TEXT_KEYS.get(str(block.get("type", "text")))
         value = block.get(key) if key else None
         if isinstance(value, str):

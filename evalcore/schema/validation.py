@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from evalcore.schema.session import Session
+from evalcore.schema.message import ToolCall
+from evalcore.schema.session import ContextChunk, Session
 
-__all__ = ["Problem", "resolve_weights", "validate_session"]
+__all__ = ["MAX_DEPTH", "SHALLOW", "Problem", "check_storable", "resolve_weights", "validate_session"]
+
+#: The deepest a session may nest (arrays and objects, counted in evalcore's own JSON form of it,
+#: ``Session.model_dump_json``) to be read, written and stored. The store reads sessions back with
+#: pydantic's JSON parser, which stops at 200 levels; pydantic and orjson write at most about 255,
+#: and writers wrap values a level or two deeper than the model does. 128 leaves room for all.
+MAX_DEPTH = 128
+#: Nesting a reader may add around the values it takes from a record, with the model's own levels,
+#: at most (a Gaussia tool's parameters sit at level 6 of a session; readers wrap what they keep in
+#: ``metadata`` two or three levels deep). A record whose text bounds its nesting
+#: (``evalcore.formats.jsonio.nesting_bound``) to ``SHALLOW`` needs no measuring.
+SHALLOW = MAX_DEPTH - 16
 
 # ragas' own wording, so that users coming from ragas recognise the rules.
 RAGAS_TOOL_BEFORE_AI = "ToolMessage must be preceded by an AIMessage somewhere in the conversation."
@@ -33,9 +45,17 @@ class Problem:
         return text if self.level == "error" else f"warning: {text}"
 
 
-def validate_session(session: Session) -> list[Problem]:
-    """Return every problem with ``session`` (an empty list when it is sound)."""
-    problems = _check_tool_order(session)
+def validate_session(session: Session, *, shallow: bool = False) -> list[Problem]:
+    """Return every problem with ``session`` (an empty list when it is sound).
+
+    This is the one set of checks of every path: ``validate``, ``convert`` and ``import`` read
+    files through it, and the store checks reviewers' saves with it, so a session one accepts,
+    the others accept too (see ``check_storable``). ``shallow`` says the caller knows the session
+    cannot nest deeper than ``SHALLOW`` (the file reader knows it from the text it read), so its
+    nesting need not be measured.
+    """
+    problems = [] if shallow else check_storable(session)
+    problems += _check_tool_order(session)
     problems += _check_turns(session)
     if session.expected_facts is not None and session.reference is not None:
         problems.append(
@@ -46,6 +66,78 @@ def validate_session(session: Session) -> list[Problem]:
             )
         )
     return problems
+
+
+def check_storable(session: Session) -> list[Problem]:
+    """Problems that would stop ``session`` from being written or stored: nesting deeper than
+    ``MAX_DEPTH``, each reported on the field that holds it.
+
+    Strings need no check here: every JSON parser of evalcore (``evalcore.formats.jsonio.loads``
+    and the file reader) refuses lone surrogates, the one thing a Python string can hold that
+    JSON, SQLite and UTF-8 files cannot, so no session read from a file has one. Only the
+    free-form values (``dict[str, Any]`` and ``Any`` fields) can nest at will; the model's own
+    structure is a few levels deep, and each value is measured from where it sits in it.
+    (This runs for every session read that may be deep: it is written for speed.)
+    """
+    found: list[str] = []
+    for name in ("metadata", "scores", "trace"):
+        value = getattr(session, name)
+        if value and _deeper(value, MAX_DEPTH - 1):
+            found.append(name)
+    for i, message in enumerate(session.messages):
+        if message.metadata and _deeper(message.metadata, MAX_DEPTH - 3):
+            found.append(f"messages[{i}].metadata")
+        content = message.content
+        if content.__class__ is list and _deeper(content, MAX_DEPTH - 3):
+            found.append(f"messages[{i}].content")
+        if message.tool_calls:
+            _find_deep_calls(message.tool_calls, MAX_DEPTH - 5, f"messages[{i}].tool_calls", found)
+    if session.reference_tool_calls:
+        _find_deep_calls(session.reference_tool_calls, MAX_DEPTH - 3, "reference_tool_calls", found)
+    _find_deep_truth(session, found)
+    reason = (
+        f"nested more than {MAX_DEPTH} levels deep (arrays and objects, counted from the session); "
+        f"evalcore keeps at most {MAX_DEPTH}"
+    )
+    return [Problem("error", where, reason) for where in found]
+
+
+def _find_deep_calls(calls: list[ToolCall], room: int, where: str, found: list[str]) -> None:
+    for j, call in enumerate(calls):
+        if call.args and _deeper(call.args, room):
+            found.append(f"{where}[{j}].args")
+        if call.metadata and _deeper(call.metadata, room):
+            found.append(f"{where}[{j}].metadata")
+
+
+def _find_deep_truth(session: Session, found: list[str]) -> None:
+    for field in ("retrieved_context", "expected_retrieved_context"):
+        chunks: list[ContextChunk] | None = getattr(session, field)
+        for j, chunk in enumerate(chunks or ()):
+            if chunk.metadata and _deeper(chunk.metadata, MAX_DEPTH - 3):
+                found.append(f"{field}[{j}].metadata")
+    for j, truth in enumerate(session.turn_truth):
+        for name in ("expected_tool_usage", "logprobs", "metadata"):
+            value = getattr(truth, name)
+            if value and _deeper(value, MAX_DEPTH - 3):
+                found.append(f"turns[{j}].{name}")
+
+
+_NESTED = (dict, list, tuple)
+
+
+def _deeper(value: Any, room: int) -> bool:
+    """Whether ``value`` nests more than ``room`` levels of arrays and objects (a scalar nests 0)."""
+    children: Any
+    if value.__class__ is dict:
+        children = value.values()
+    elif isinstance(value, _NESTED):
+        children = value
+    else:
+        return False
+    if room <= 0:
+        return True
+    return any(isinstance(child, _NESTED) and _deeper(child, room - 1) for child in children)
 
 
 def _check_tool_order(session: Session) -> list[Problem]:

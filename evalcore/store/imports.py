@@ -13,6 +13,7 @@ import os
 import pickle
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,18 @@ from typing import Any, BinaryIO
 
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import StoreError
-from evalcore.reading import Event, Row, events, search_text, stream_events
+from evalcore.reading import (
+    ROW_COLUMNS,
+    BatchEvent,
+    CountsEvent,
+    Event,
+    FailedEvent,
+    ProblemEvent,
+    Row,
+    events,
+    search_text,
+    stream_events,
+)
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
@@ -46,10 +58,7 @@ class ImportReport:
         return self.new + self.updated + self.unchanged
 
 
-_INSERT_COLUMNS = (
-    "dataset_id, key, session_id, assistant_id, title, status, tags, n_turns, n_messages, n_tool_calls, "
-    "source, format, position, line, data, content_hash, search_text, has_truth, created_at, updated_at"
-)
+_INSERT_COLUMNS = ", ".join((*ROW_COLUMNS, "created_at", "updated_at"))
 _PARALLEL_FROM = 4 << 20  # bytes: below this, starting a process costs more than it saves
 
 
@@ -115,19 +124,24 @@ def _store_events(
     source = Path(path).name
     read = 0
     for event in stream:
-        if event[0] == "problem":
-            item = FileProblem(path, event[1], event[2], event[3])
+        if isinstance(event, ProblemEvent):
+            item = FileProblem(path, event.line, event.level, event.message)
             if len(report.problems) < MAX_KEPT_PROBLEMS:
                 report.problems.append(item)
             if on_problem:
                 on_problem(item)
-        elif event[0] == "batch":
-            _store_batch(store, dataset_id, source, event[1], report)
-            read = event[2]
+        elif isinstance(event, BatchEvent):
+            _store_batch(store, dataset_id, source, event.rows, report)
+            read = event.bytes_read
             if on_progress:
                 on_progress(read, max(total, read))
-        else:  # "counts", the last event
-            report.failed, report.warnings, report.format = event[1], event[2], event[3]
+        elif isinstance(event, CountsEvent):  # the last event
+            report.failed, report.warnings, report.format = event.failed, event.warnings, event.format
+        else:  # FailedEvent: what was read before is stored; the rest is not
+            where = f" after line {event.line}" if event.line else ""
+            raise StoreError(
+                f"reading {path} stopped{where}: {event.reason}; the {report.stored} sessions before it are stored"
+            )
     with store.write() as conn:
         conn.execute(
             "UPDATE datasets SET last_import_at = ?, last_import_source = ? WHERE id = ?", [now(), source, dataset_id]
@@ -141,27 +155,34 @@ def _store_events(
 def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
     """``events``, computed by a second process (``python -m evalcore.reading``) while this
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
-    reader's next write fails and it stops."""
+    reader's next write fails and it stops. The reader's standard error goes to a temporary
+    file, never to the screen: should it die, its last words end the error raised here."""
     command = [sys.executable, "-m", "evalcore.reading", json.dumps([path, fmt, dataset_id, batch_size])]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE)
-    assert process.stdout is not None
-    try:
-        while True:
-            try:
-                event = pickle.load(process.stdout)
-            except EOFError:
-                code = process.wait()
-                raise StoreError(f"the process reading {path} stopped early (exit code {code})") from None
-            if event[0] == "failed":
-                raise StoreError(f"reading {path} failed: {event[1]}")
-            yield event
-            if event[0] == "counts":
-                return
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        process.stdout.close()
+    with tempfile.TemporaryFile() as errors:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
+        assert process.stdout is not None
+        last_line = 0
+        try:
+            while True:
+                try:
+                    event = pickle.load(process.stdout)
+                except (EOFError, pickle.UnpicklingError):
+                    code = process.wait()
+                    errors.seek(0)
+                    said = [line for line in errors.read().decode(errors="replace").splitlines() if line.strip()]
+                    why = f": {said[-1]}" if said else ""
+                    yield FailedEvent(f"the process reading it stopped early (exit code {code}){why}", last_line)
+                    return
+                if isinstance(event, ProblemEvent | FailedEvent):
+                    last_line = max(last_line, event.line)
+                yield event
+                if isinstance(event, CountsEvent | FailedEvent):
+                    return
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            process.stdout.close()
 
 
 def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], report: ImportReport) -> None:
@@ -191,14 +212,14 @@ def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], r
         if inserts:
             first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM sessions").fetchone()[0]
             conn.executemany(
-                f"INSERT INTO sessions ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * 20)})",
-                [(*r.values, stamp, stamp) for r in inserts],
+                f"INSERT INTO sessions ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
+                [(*r.values(), stamp, stamp) for r in inserts],
             )
             conn.execute(
                 "INSERT INTO sessions_fts (rowid, search_text) SELECT id, search_text FROM sessions WHERE id >= ?",
                 [first],
             )
-            tagged = [(tag, dataset_id, r.key) for r in inserts for tag in r.tags]
+            tagged = [(tag, dataset_id, r.key) for r in inserts for tag in r.tag_list]
             if tagged:
                 conn.executemany(
                     "INSERT OR IGNORE INTO session_tags SELECT id, ? FROM sessions WHERE dataset_id = ? AND key = ?",
@@ -207,19 +228,17 @@ def _store_batch(store: Store, dataset_id: int, source: str, batch: list[Row], r
 
 
 def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Row, stamp: str, source: str) -> None:
-    (_ds, _key_, session_id, assistant_id, title, _status, _tags, n_turns, n_messages, n_calls, _source, fmt,
-     position, line, data, content_hash, _text, _truth) = row.values  # fmt: skip
     conn.execute(
         "UPDATE sessions SET data = ?, content_hash = ?, version = ?, session_id = ?, assistant_id = ?, title = ?, "
         "n_turns = ?, n_messages = ?, n_tool_calls = ?, format = ?, position = ?, line = ?, updated_at = ?, "
         "updated_by = ?, n_edits = n_edits + 1 WHERE id = ?",
-        [data, content_hash, version, session_id, assistant_id, title, n_turns, n_messages, n_calls, fmt, position,
-         line, stamp, f"import:{source}", pk],
+        [row.data, row.content_hash, version, row.session_id, row.assistant_id, row.title, row.n_turns,
+         row.n_messages, row.n_tool_calls, row.format, row.position, row.line, stamp, f"import:{source}", pk],
     )  # fmt: skip
     conn.execute(
         "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
         "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?)",
-        [pk, f"import:{source}", stamp, f"re-imported from {source} line {line}", version],
+        [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version],
     )
     # The text search sees the new conversation with the reviewers' ground truth laid over it.
     effective = store.get(pk)

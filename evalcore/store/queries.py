@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,23 @@ SORTS = {
     "score": "sc.value",
 }
 _WORD = re.compile(r"[\w*]+", re.UNICODE)
+_INT64_MAX = 2**63 - 1  # SQLite's largest integer
+
+
+def _whole(name: str, value: object, *, minimum: int = 0) -> int:
+    """``value`` when it is a whole number SQLite can hold, at least ``minimum``; else a ``UsageError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be a whole number, got {value!r}")
+    if not minimum <= value <= _INT64_MAX:
+        raise UsageError(f"{name} must be from {minimum} to {_INT64_MAX}, got {value}")
+    return value
+
+
+def _finite(name: str, value: object) -> float:
+    """``value`` when it is a finite number; else a ``UsageError`` (NaN would match nothing, silently)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 @dataclass
@@ -82,6 +100,11 @@ def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str,
     sql = ["FROM sessions s"]
     args: list[Any] = []
     scored = f.min_score is not None or f.max_score is not None or f.metric is not None
+    if f.run_id is not None:
+        _whole("the run", f.run_id, minimum=1)
+    for name, bound in (("the minimum score", f.min_score), ("the maximum score", f.max_score)):
+        if bound is not None:
+            _finite(name, bound)
     if f.run_id is not None or with_score or scored:
         if f.run_id is None or f.metric is None:
             raise UsageError("a score filter or sort needs both a run and a metric")
@@ -133,6 +156,8 @@ def browse(
     f = filters or SessionFilter()
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+    limit = _whole("the page size (limit)", limit)
+    offset = _whole("the offset", offset)
     body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
     total = store.db.execute(f"SELECT count(*) {body}", args).fetchone()[0]
     # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
@@ -242,6 +267,7 @@ def neighbours(
     f = filters or SessionFilter()
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+    pk = _whole("the session", pk, minimum=1)
     body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
     column = SORTS[sort]
     db = store.db

@@ -11,6 +11,7 @@ from sqlite_utils import Database
 
 from evalcore.errors import NotFoundError
 from evalcore.judge.client import CachedCall
+from evalcore.judge.redact import public_url
 from evalcore.metrics.base import MetricResult
 from evalcore.store.records import now
 from evalcore.store.store import Store
@@ -97,6 +98,8 @@ class Runs:
     ) -> Run:
         """Start a run of ``metrics`` (their keys) on ``dataset``."""
         dataset_id = self.store.dataset_id(dataset)
+        if judge_base_url is not None:  # a URL's credentials (user:pass@, ?api-key=) are never stored
+            judge_base_url = public_url(judge_base_url)
         with self.store.write() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (dataset_id, metrics, params, judge_model, judge_base_url, status, started_at, "
@@ -108,6 +111,8 @@ class Runs:
 
     def get(self, run_id: int) -> Run:
         """The run ``run_id``."""
+        if not -(2**63) <= run_id < 2**63:  # beyond SQLite's integers: no such run
+            raise NotFoundError(f"no run #{run_id}")
         row = self.db.execute(
             "SELECT r.id, d.name, r.metrics, r.params, r.judge_model, r.status, r.started_at, r.finished_at, "
             "r.n_items, r.n_done, r.n_failed, r.n_not_applicable FROM runs r "
