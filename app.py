@@ -12,7 +12,15 @@ from pages import _shared
 _shared.frame_first()
 st.set_page_config(page_title="evalcore", page_icon=":material/rate_review:", layout="wide")
 # Denser than Streamlit's default: less empty space above each page's title.
-st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}</style>")
+_CSS = (
+    "[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}"
+    "[data-testid='stTabs'] [role='tablist']{gap:.75rem}"  # Review's eight tabs in its half of the page
+    # A tool's arguments and output (``st.text`` in a chat message): a quiet monospace box.
+    "[data-testid='stChatMessage'] [data-testid='stText']{background:#f6f7f9;border-radius:.4rem;padding:.5rem .75rem}"
+    "[data-testid='stChatMessage'] [data-testid='stText'] span{font-family:'Source Code Pro',monospace;"
+    "font-size:.8rem;line-height:1.45;white-space:pre-wrap;overflow-wrap:anywhere}"
+)
+st.html(f"<style>{_CSS}</style>")
 
 try:
     store = _shared.store()

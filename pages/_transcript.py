@@ -1,6 +1,6 @@
 """Rendering a transcript view with Streamlit: chat bubbles, tool calls with their results under them.
 
-Every piece of conversation text goes through ``literal_markdown`` or ``st.code``: nothing in a
+Every piece of conversation text goes through ``literal_markdown`` or ``st.text``: nothing in a
 message is ever interpreted as HTML or markdown that could load a remote resource. Long
 outputs, system prompts and reasoning are collapsed and only rendered once opened.
 """
@@ -40,6 +40,12 @@ def text_block(text: str, *, key: str, long: bool, label: str) -> None:
         st.markdown(literal_markdown(text))
 
 
+def payload(text: str) -> None:
+    """A tool's arguments or output, verbatim in a monospace box (``st.text``: no markdown, no HTML, and
+    none of the syntax highlighter's 1.5 MB of script on the page's first paint)."""
+    st.text(text, width="stretch")
+
+
 def _extras(view: MessageView) -> None:
     for block in view.extra_blocks:
         kind = str(block.get("type", "block"))
@@ -61,7 +67,7 @@ def render_message(view: MessageView, key: str) -> None:
         if view.kind == "tool":
             who = view.message.name or "tool"
             st.caption(f"result of {code_span(who)} (no call claims it)")
-            st.code(view.text, language=None, wrap_lines=True)
+            payload(view.text)
             return
         if view.reasoning:
             box = _lazy_expander("Reasoning", f"{key}-why")
@@ -81,19 +87,19 @@ def render_call(view: CallView, key: str) -> None:
             box = _lazy_expander("Arguments", f"{key}-args")
             if box is not None:
                 with box:
-                    st.code(view.args_text, language="json", wrap_lines=True)
+                    payload(view.args_text)
         elif view.args_text != "{}":
-            st.code(view.args_text, language="json", wrap_lines=True)
+            payload(view.args_text)
         if view.result is None:
             st.caption(":material/help: no result")
         elif view.result_is_long:
             box = _lazy_expander(f"Result · {len(view.result_text):,} characters", f"{key}-out")
             if box is not None:
                 with box:
-                    st.code(view.result_text, language="json" if view.result_is_json else None, wrap_lines=True)
+                    payload(view.result_text)
         else:
             st.caption("result")
-            st.code(view.result_text or "(empty)", language="json" if view.result_is_json else None, wrap_lines=True)
+            payload(view.result_text or "(empty)")
 
 
 def render_items(items: list[Item], key: str) -> None:

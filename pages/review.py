@@ -201,31 +201,63 @@ with st.container():
 
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
-talk_column, panel = st.columns([1, 1], gap="medium")
+talk_column, panel = st.columns([5, 6], gap="medium")
 with panel:
     tabs = st.tabs(
-        ["Truth", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"], key="review_tab", on_change="rerun"
+        ["Truth", "Calls & rubrics", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"],
+        key="review_tab",
+        on_change="rerun",
     )
+
+
+def save_form(form: dict[str, Any]) -> bool | None:
+    """Save what a ground-truth form asks for: whether it was saved, or ``None`` when nothing was tried
+    (its problems, or that nothing changed, are said under the form)."""
+    result = session_changes(edited, form)
+    if result.problems:
+        st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
+    elif not result.changes:
+        st.info("Nothing changed.")
+    else:
+        return save([(None, result.changes)], "The ground truth")
+    return None
+
 
 with tabs[0]:
     if tabs[0].open:
+        values = form_values(edited)
+        with st.form(f"truth-{key}", border=False):
+            form: dict[str, Any] = {}
+            for name in ("reference", "goal", "expected_facts", "reference_topics", "guidelines"):
+                spec = SPECS[name]
+                height = 160 if name == "reference" else 110
+                form[name] = st.text_area(spec.label, values[name], help=spec.help, height=height,
+                                          key=f"s-{name}-{key}")  # fmt: skip
+            form["tags"] = st.multiselect(
+                "Tags", sorted({*values["tags"], *facets(store, dataset).tags}), default=values["tags"],
+                accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help,
+            )  # fmt: skip
+            form["expected_retrieved_context"] = st.text_area(
+                SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
+                help=SPECS["expected_retrieved_context"].help, height=130, key=f"s-erc-{key}",
+            )  # fmt: skip
+            submitted = st.form_submit_button("Save ground truth", type="primary", disabled=author is None)
+        if submitted and save_form(form) is not None:
+            st.rerun()  # the header above says how it went: saved, an error, or a conflict to resolve
+
+# The tables live in a tab of their own: their grid is the heaviest script a page loads, so the first
+# paint of a session (the Truth tab) goes without it.
+with tabs[1]:
+    if tabs[1].open:
         values = form_values(edited)
         seeds = st.session_state.setdefault("calls_seed", {})
         if st.button("Copy tool calls from the conversation", key=f"copy_calls-{key}", icon=":material/content_copy:",
                      disabled=not session.tool_calls()):  # fmt: skip
             seeds[key] = calls_from_conversation(session)
-        with st.form(f"truth-{key}", border=False):
-            left = right = st.container()
-            form: dict[str, Any] = {}
-            with left:
-                for name in ("reference", "goal", "expected_facts", "reference_topics", "guidelines"):
-                    spec = SPECS[name]
-                    height = 160 if name == "reference" else 110
-                    form[name] = st.text_area(spec.label, values[name], help=spec.help, height=height,
-                                              key=f"s-{name}-{key}")  # fmt: skip
-            with right:
-                calls = seeds.get(key, values["reference_tool_calls"])
-                form["reference_tool_calls"] = st.data_editor(
+        with st.form(f"calls-{key}", border=False):
+            calls = seeds.get(key, values["reference_tool_calls"])
+            tables: dict[str, Any] = {
+                "reference_tool_calls": st.data_editor(
                     pd.DataFrame(calls, columns=["name", "arguments"]),
                     num_rows="dynamic",
                     key=f"s-calls-{key}-{len(seeds.get(key, []))}",
@@ -235,40 +267,28 @@ with tabs[0]:
                     },
                     hide_index=True,
                 )
-                st.caption(SPECS["reference_tool_calls"].help)
-                form["rubrics"] = st.data_editor(
-                    pd.DataFrame(values["rubrics"], columns=["name", "description"]),
-                    num_rows="dynamic",
-                    key=f"s-rubrics-{key}",
-                    column_config={
-                        "name": st.column_config.TextColumn("rubric", width="medium"),
-                        "description": st.column_config.TextColumn("description", width="large"),
-                    },
-                    hide_index=True,
-                )
-                st.caption(SPECS["rubrics"].help)
-                form["tags"] = st.multiselect(
-                    "Tags", sorted({*values["tags"], *facets(store, dataset).tags}), default=values["tags"],
-                    accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help,
-                )  # fmt: skip
-                form["expected_retrieved_context"] = st.text_area(
-                    SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
-                    help=SPECS["expected_retrieved_context"].help, height=130, key=f"s-erc-{key}",
-                )  # fmt: skip
-            submitted = st.form_submit_button("Save ground truth", type="primary", disabled=author is None)
-        if submitted:
-            result = session_changes(edited, form)
-            if result.problems:
-                st.error("Nothing was saved; fix these first:\n\n" + problems_text(result.problems))
-            elif not result.changes:
-                st.info("Nothing changed.")
-            else:
-                if save([(None, result.changes)], "The ground truth"):
-                    seeds.pop(key, None)
-                st.rerun()  # the header above says how it went: saved, an error, or a conflict to resolve
+            }
+            st.caption(SPECS["reference_tool_calls"].help)
+            tables["rubrics"] = st.data_editor(
+                pd.DataFrame(values["rubrics"], columns=["name", "description"]),
+                num_rows="dynamic",
+                key=f"s-rubrics-{key}",
+                column_config={
+                    "name": st.column_config.TextColumn("rubric", width="medium"),
+                    "description": st.column_config.TextColumn("description", width="large"),
+                },
+                hide_index=True,
+            )
+            st.caption(SPECS["rubrics"].help)
+            stored_tables = st.form_submit_button("Save calls and rubrics", type="primary", disabled=author is None)
+        outcome = save_form(tables) if stored_tables else None
+        if outcome is not None:
+            if outcome:
+                seeds.pop(key, None)
+            st.rerun()
 
-with tabs[1]:
-    if tabs[1].open:
+with tabs[2]:
+    if tabs[2].open:
         st.caption(
             "Each turn's weight in the session's score, under Gaussia's rules. Edit weights beside each turn "
             "below; the effective weights here follow what is typed."
@@ -285,8 +305,8 @@ def typed_weights() -> list[float | None]:
 
 
 explained = explain_weights(typed_weights())
-with tabs[1]:
-    if tabs[1].open:
+with tabs[2]:
+    if tabs[2].open:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
         st.dataframe(
             pd.DataFrame(weight_rows(view, typed_weights(), explained)),
@@ -298,8 +318,8 @@ with tabs[1]:
             },
         )
 
-with tabs[2]:
-    if tabs[2].open:
+with tabs[3]:
+    if tabs[3].open:
         mine = {v.name: v.value for v in verdicts(store, pk) if v.author == author}
         others = [v for v in verdicts(store, pk) if v.author != author]
 
@@ -330,8 +350,8 @@ with tabs[2]:
             st.caption("Other reviewers")
             st.dataframe(pd.DataFrame(verdict_rows(others)), hide_index=True)
 
-with tabs[3]:
-    if tabs[3].open:
+with tabs[4]:
+    if tabs[4].open:
         scores = Runs(store).for_session(pk)
         if not scores:
             st.info("No run has scored this session yet.")
@@ -348,8 +368,8 @@ with tabs[3]:
                 },
             )
 
-with tabs[4]:
-    if tabs[4].open:
+with tabs[5]:
+    if tabs[5].open:
         answer, reference = session.final_answer(), session.reference_answer()
         if not answer or not reference:
             st.info("The diff needs both a final answer and a reference answer.")
@@ -364,8 +384,8 @@ with tabs[4]:
             with st.container(border=True):
                 st.markdown(diff_markdown(diff))
 
-with tabs[5]:
-    if tabs[5].open:
+with tabs[6]:
+    if tabs[6].open:
         history = store.history(pk)
         if not history:
             st.info("No edit yet: the session is as it was imported.")
@@ -395,8 +415,8 @@ with tabs[5]:
                     st.session_state["review_notice"] = ("success", f"Restored to the state after edit #{target}.")
                     st.rerun()
 
-with tabs[6]:
-    if tabs[6].open:
+with tabs[7]:
+    if tabs[7].open:
         for comment in store.comments(pk):
             where = f" · turn {comment['turn'] + 1}" if comment["turn"] is not None else ""
             st.markdown(

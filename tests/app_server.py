@@ -103,7 +103,7 @@ def browser() -> Iterator[Any]:
 #: True once the script has finished and every element of the last run is shown: Streamlit marks the app
 #: with its script state, fades elements still waiting for a run's output (``data-stale``), and holds a
 #: skeleton in the place of a widget whose code is still loading (``stSkeleton``).
-_SETTLED = """() => {
+SETTLED = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     return !!app && app.dataset.testScriptState === 'notRunning'
         && app.dataset.testConnectionState === 'CONNECTED'
@@ -119,9 +119,9 @@ def settle(page: Any, timeout: float = 30_000) -> None:
     look, 150 ms on, catches both. Elements can still appear after this (widgets are loaded on
     demand): wait for what you mean to use with ``expect(...)``.
     """
-    page.wait_for_function(_SETTLED, timeout=timeout)
+    page.wait_for_function(SETTLED, timeout=timeout)
     page.wait_for_timeout(150)
-    page.wait_for_function(_SETTLED, timeout=timeout)
+    page.wait_for_function(SETTLED, timeout=timeout)
 
 
 def wait_idle(page: Any, timeout: float = 30_000) -> None:

@@ -69,10 +69,17 @@ def test_the_transcript_shows_messages_and_tool_calls(db: Path) -> None:
     assert literal_markdown("Where is order 7?") in said
     assert literal_markdown("Order 7 has shipped.") in said
     assert "**get\\_order** · call ` c1 `" in said  # the call's name and id
-    assert texts(at, "code") == ['{\n  "order_id": 7\n}', '{\n  "status": "shipped"\n}']  # arguments, result
+    assert texts(at, "text") == ['{\n  "order_id": 7\n}', '{\n  "status": "shipped"\n}']  # arguments, result
     assert [m.name for m in at.chat_message][:4] == ["user", "tool", "assistant", "user"]
     status = texts(at, "caption")[0]
     assert status.startswith("**todo** · helper · 6 turns, 1 tool calls · version 1 · 1 of 3")
+
+
+def test_the_first_paint_goes_without_the_tables(db: Path) -> None:
+    """The grid of the two tables is the heaviest script in the browser: only their own tab loads it."""
+    at = _review()
+    assert not at.data_editor and by_prefix(at.button, "FormSubmitter:truth-")
+    assert [e.key.split("-")[1] for e in _tab(at, "Calls & rubrics").data_editor] == ["calls", "rubrics"]
 
 
 def test_turns_are_paged(db: Path) -> None:
@@ -140,18 +147,18 @@ def test_the_reference_and_expected_facts_are_not_both_allowed(db: Path, store: 
 
 
 def test_tool_calls_copied_from_the_conversation(db: Path, store: Store) -> None:
-    at = _review()
+    at = _tab(_review(), "Calls & rubrics")
     at.button(key=by_prefix(at.button, "copy_calls-").key).click()
     run(at)
     editor = by_prefix(at.data_editor, "s-calls-")
     assert list(editor.value["name"]) == ["get_order"]
-    _submit(at, "truth-")
+    _submit(at, "calls-")
     calls = store.get(store.find("review", "r-tools")).session.reference_tool_calls
     assert calls is not None and [(c.name, c.args) for c in calls] == [("get_order", {"order_id": 7})]
 
 
 def test_a_rubric_added_in_the_table(db: Path, store: Store) -> None:
-    at = _review()
+    at = _tab(_review(), "Calls & rubrics")
     rubrics = by_prefix(at.data_editor, "s-rubrics-")
     # AppTest cannot type into a data editor: its edit state is given as the browser would send it.
     at.session_state[rubrics.key] = {
@@ -159,7 +166,7 @@ def test_a_rubric_added_in_the_table(db: Path, store: Store) -> None:
         "added_rows": [{"name": "accuracy", "description": "Says what the tool said."}],
         "deleted_rows": [],
     }
-    _submit(at, "truth-")
+    _submit(at, "calls-")
     assert store.get(store.find("review", "r-tools")).session.rubrics == {
         "politeness": "Polite and brief.",
         "accuracy": "Says what the tool said.",

@@ -6,7 +6,9 @@
   made distinct, scored with one metric so the table has a score column): first load and after
   an edit;
 - the browser's time from navigation to an interactive Review page (headless Chromium against
-  ``streamlit run`` on 127.0.0.1).
+  ``streamlit run`` on 127.0.0.1): in a fresh browser context (nothing cached, the target), and on a
+  later visit with Streamlit's scripts in the browser's cache. Interactive: the verdict buttons shown
+  and enabled, the script ended, nothing stale, no widget waiting for its code.
 
 Targets (issue "review app, part 1"): Review under 300 ms (goal 150 ms), Sessions under 500 ms
 (goal 200 ms), browser under 2 s. There is no peer for a page's time, so the table prints each
@@ -25,13 +27,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent))
 
 from _common import ROOT, build_ragas_file  # noqa: E402
-from app_server import browser, streamlit_server, wait_idle  # noqa: E402
+from app_server import SETTLED, browser, streamlit_server  # noqa: E402
 
 from evalcore.scoring import score_dataset  # noqa: E402
 from evalcore.store import Store, import_file  # noqa: E402
@@ -82,6 +85,21 @@ def apptest(page: str, db: Path, **params: str) -> object:
     at.run()  # the frame's first run (it opens the store); then the page
     at.switch_page(str(ROOT / "pages" / page))
     return at
+
+
+def interactive(context: Any, url: str) -> float:
+    """Milliseconds from navigation to an interactive Review page: the verdict buttons shown and enabled,
+    the script ended, nothing stale and no widget still waiting for its code."""
+    page = context.new_page()
+    start = time.perf_counter()
+    page.goto(url)
+    approve = page.get_by_role("button", name="Approve & next")
+    approve.wait_for(state="visible")
+    page.wait_for_function(SETTLED)
+    elapsed = (time.perf_counter() - start) * 1000
+    assert approve.is_enabled()
+    page.close()
+    return elapsed
 
 
 def main() -> int:
@@ -145,19 +163,20 @@ def main() -> int:
         rows.append(("Sessions: after an edit", edited, best, 500, 200))
         store.close()
 
-        # The browser: from navigation to an interactive Review page.
+        # The browser: from navigation to an interactive Review page, in a fresh browser (nothing cached)
+        # and on a later visit (Streamlit's scripts in the browser's cache).
         with streamlit_server(db, log=tmp / "server.log") as url, browser() as chrome:
-            times = []
+            fresh, cached = [], []
+            warm = chrome.new_context(viewport={"width": 1400, "height": 1000})
+            interactive(warm, f"{url}/review?dataset=long&session=long-1")  # fills the cache
             for _ in range(max(3, args.repeat)):
                 context = chrome.new_context(viewport={"width": 1400, "height": 1000})
-                page = context.new_page()
-                start = time.perf_counter()
-                page.goto(f"{url}/review?dataset=long&session=long-1")
-                wait_idle(page)
-                page.get_by_role("button", name="Approve & next").wait_for(state="visible")
-                times.append((time.perf_counter() - start) * 1000)
+                fresh.append(interactive(context, f"{url}/review?dataset=long&session=long-1"))
                 context.close()
-        rows.append(("Browser: navigation to interactive Review", statistics.median(times), min(times), 2000, 1000))
+                cached.append(interactive(warm, f"{url}/review?dataset=long&session=long-1"))
+            warm.close()
+        rows.append(("Browser: navigation to interactive Review", statistics.median(fresh), min(fresh), 2000, 1000))
+        rows.append(("Browser: the same, scripts cached", statistics.median(cached), min(cached), 2000, 1000))
 
     print()
     print(f"{'measure':<48} {'median ms':>10} {'best ms':>9} {'target':>8} {'goal':>6}  verdict")

@@ -157,16 +157,21 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
     set_reviewer(page, "Alice")
     expect(alert(page, "Enter your name in the sidebar")).to_have_count(0)
 
-    # A reference tool call, in the data editor (a canvas grid): double-click a cell, type, Enter, save.
+    # A reference tool call, in the data editor (a canvas grid) of its own tab: double-click a cell, type,
+    # Enter, save.
+    page.get_by_role("tab", name="Calls & rubrics").click()
+    settle(page)
     calls = grid_with(page, "arguments (JSON object)")
     expect(cell(calls, 1, 0)).to_have_text("get_reservation")
     edit_cell(page, calls, 0, 60, "lookup_reservation")
     expect(cell(calls, 1, 0)).to_have_text("lookup_reservation")
-    page.get_by_role("button", name="Save ground truth").click()
+    page.get_by_role("button", name="Save calls and rubrics").click()
     expect(toast(page, "The ground truth saved.")).to_be_visible()
     settle(page)
 
     # The reference answer, in the Truth tab's form.
+    page.get_by_role("tab", name="Truth").click()
+    settle(page)
     reference = "Rebooked free on SK422 at 11:40, aisle seat; the bag carries over. (edited in the browser)"
     text_area(page, "Reference answer").fill(reference)
     page.get_by_role("button", name="Save ground truth").click()
@@ -206,6 +211,8 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
         "approved by Alice"
     )
     expect(text_area(page, "Reference answer")).to_have_value(reference)
+    page.get_by_role("tab", name="Calls & rubrics").click()
+    settle(page)
     expect(cell(grid_with(page, "arguments (JSON object)"), 1, 0)).to_have_text("lookup_reservation")
     editor = open_expander(page, "Ground truth for turn 1 · effective weight 0.5")
     expect(editor.get_by_role("spinbutton", name="Weight")).to_have_value("0.500")

@@ -114,7 +114,7 @@ def test_hostile_content_is_shown_as_text_and_loads_nothing(
     shot(page, "review-hostile")
     expander(page, "Reasoning").locator("summary").click()  # opened, then collapsed again
     settle(page)
-    for tab in ("Truth", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"):
+    for tab in ("Truth", "Calls & rubrics", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"):
         page.get_by_role("tab", name=tab).click()
         settle(page)
         if tab == "Verdict":  # a rubric's description is shown as its help: hover the help icons

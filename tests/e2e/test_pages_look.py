@@ -29,6 +29,7 @@ NewPage = Callable[..., Any]
 #: Each Review tab, with something it must show on this sample session.
 TABS = {
     "Truth": "Save ground truth",
+    "Calls & rubrics": "Save calls and rubrics",
     "Weights": "effective",
     "Verdict": "Does the assistant pass?",
     "Scores": "metric",
@@ -95,4 +96,4 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
             verdict.click()
             expect(verdict).to_have_attribute("aria-checked", "true")
             settle(page)
-        shot(page, f"review-tab-{tab.lower()}")
+        shot(page, "review-tab-" + "-".join(tab.lower().replace("&", " ").split()))
