@@ -137,6 +137,12 @@ def _parser() -> argparse.ArgumentParser:
         help="retries of a failed judge call (default 4)",
     )
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
+    score.add_argument(
+        "--workers",
+        type=_number(int, low=1, high=64),
+        metavar="N",
+        help="processes scoring deterministic metrics (default: the CPUs, at most 4; 1: this process only)",
+    )
     score.add_argument("--db", default=None, type=_text, help=db_help)
 
     app = sub.add_parser("app", help="start the Streamlit review app")
@@ -337,7 +343,21 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     return 0
 
 
+def _import_store_lean() -> None:
+    """Import sqlite-utils without pandas, which it imports only to map ``pandas.Timestamp`` columns (the
+    store never writes one): a third of ``evalcore score``'s start-up. Later imports of pandas work as ever."""
+    if "sqlite_utils.db" in sys.modules or "pandas" in sys.modules:
+        return
+    sys.modules["pandas"] = None  # type: ignore[assignment]  # makes `import pandas` fail, as if not installed
+    try:
+        import sqlite_utils.db  # noqa: F401
+    finally:
+        if "pandas" in sys.modules and sys.modules["pandas"] is None:
+            del sys.modules["pandas"]
+
+
 def _score(args: argparse.Namespace, err: TextIO) -> int:
+    _import_store_lean()
     from evalcore.judge import JudgeConfig
     from evalcore.scoring import score_dataset
     from evalcore.store import Store
@@ -369,6 +389,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
                 resume=not args.new_run,
                 output=args.output,
                 on_progress=lambda done, total: bar.update(done, total),
+                workers=args.workers or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1),
             )
         finally:
             bar.close()

@@ -1,8 +1,14 @@
 """Scoring runs: metrics over a dataset of the store, every score saved under its run.
 
-A run is resumable: started again with the same metrics, settings and judge, it skips the
-sessions already scored (and the judge's cache answers any call made before, for free).
-Failures are data: a failed item keeps its error and the run goes on.
+A run is resumable: started again with the same metrics, settings, filters and judge, it skips the
+sessions already scored (and the judge's cache answers any call made before, for free). Failures
+are data: a failed item keeps its error and the run goes on.
+
+The engine has three parts: a plan (which run, which sessions are left, which metrics), a sink
+(buffers results, saves them every few thousand or every two seconds with the run's live counts,
+reports progress), and two paths that feed the sink: deterministic metrics scored in a plain loop,
+and judged ones with a bounded number of sessions in flight. ``should_stop`` is asked between
+sessions; when it says stop, what was scored is saved and the run is marked "cancelled" (resumable).
 """
 
 from __future__ import annotations
@@ -10,11 +16,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import itertools
 import json
+import multiprocessing
 import os
+import signal
 import time
-from collections import defaultdict
-from collections.abc import Callable, Coroutine
+from collections import defaultdict, deque
+from collections.abc import Callable, Coroutine, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,17 +32,36 @@ from evalcore.errors import UsageError
 from evalcore.gcpause import paused_gc
 from evalcore.judge import Judge, JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
-from evalcore.metrics.aggregate import Summary, summarize
+from evalcore.metrics.aggregate import Summary, summarize_counts
+from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
 from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, iter_pks
-from evalcore.store.records import StoredSession
-from evalcore.store.runs import Run, Runs, StoreJudgeCache
+from evalcore.store.records import now
+from evalcore.store.runs import Run, RunProgress, Runs, StoreJudgeCache, score_row
 
-__all__ = ["RunReport", "score_dataset", "score_sessions", "summarize_run", "write_scores_jsonl"]
+__all__ = [
+    "RunProgress",
+    "RunReport",
+    "run_progress",
+    "score_dataset",
+    "score_sessions",
+    "summarize_run",
+    "write_scores_jsonl",
+]
 
 Progress = Callable[[int, int], None]
 T = TypeVar("T")
+
+#: The sink saves its buffer once it holds this many results, or once this many seconds have passed.
+FLUSH_RESULTS = 10_000
+FLUSH_SECONDS = 2.0
+#: Sessions read from the store at a time (memory stays flat in the number of sessions).
+BATCH = 500
+#: Where a status is counted in a run's (ok, failed, not applicable) counts.
+_COUNTED = {"ok": 0, "error": 1, "not_applicable": 2}
+#: Fewer sessions than this are scored in this process even when worker processes are asked for.
+PARALLEL_MIN = 4 * BATCH
 
 
 @dataclass
@@ -46,10 +75,11 @@ class RunReport:
     summaries: list[Summary] = field(default_factory=list)
     judge_requests: int = 0
     output: str | None = None
+    cancelled: bool = False  # stopped by ``should_stop``: resumable later
 
 
-def _metrics(specs: list[str | dict[str, Any] | Metric]) -> list[Metric]:
-    metrics = [create_metric(s) for s in specs]
+def _metrics(specs: Sequence[SpecLike]) -> list[Metric]:
+    metrics = [s.metric() if isinstance(s, MetricSpec) else create_metric(s) for s in specs]
     if not metrics:
         raise UsageError("name at least one metric")
     keys = [m.key() for m in metrics]
@@ -59,10 +89,245 @@ def _metrics(specs: list[str | dict[str, Any] | Metric]) -> list[Metric]:
     return metrics
 
 
+def run_progress(store: Store, run_id: int) -> RunProgress:
+    """How far run ``run_id`` is, read from the store: counts saved so far and the items in all.
+
+    Readable from any thread or process while the run goes (the counts move at each save of the sink).
+    """
+    return Runs(store).progress(run_id)
+
+
+# -- the plan ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    """What a run scores: its row, its metrics, the sessions left to score and how many it has in all."""
+
+    run: Run
+    resumed: bool
+    metrics: list[Metric]
+    todo: list[int]
+    total: int  # sessions the run covers
+
+    @property
+    def skipped(self) -> int:
+        return self.total - len(self.todo)
+
+    @property
+    def keyed(self) -> list[tuple[str, Metric]]:
+        return [(m.key(), m) for m in self.metrics]  # a key is computed once, not once per result
+
+
+def _plan(
+    store: Store,
+    dataset: str,
+    metrics: list[Metric],
+    filters: SessionFilter | None,
+    resume: bool,
+    judge_model: str | None,
+    judge_url: str | None,
+) -> _Plan:
+    keys = [m.key() for m in metrics]
+    params: dict[str, Any] = {m.key(): {"name": m.name, **m.params()} for m in metrics}
+    runs = Runs(store)
+    pks = list(iter_pks(store, dataset, filters))
+    items = len(pks) * len(keys)
+    run = runs.resumable(dataset, keys, params, judge_model, filters) if resume else None
+    resumed = run is not None
+    if run is None:
+        run = runs.create(
+            dataset, keys, params, judge_model=judge_model, judge_base_url=judge_url, n_items=items, filters=filters
+        )
+        return _Plan(run, False, metrics, pks, len(pks))
+    if run.n_items != items:
+        runs.set_items(run.id, items)  # the dataset grew (or shrank) since
+    run = runs.recount(run.id, status="running")  # a cancelled or failed run goes on; its counts start true
+    done = runs.done_sessions(run.id, keys)
+    return _Plan(run, resumed, metrics, [pk for pk in pks if pk not in done], len(pks))
+
+
+# -- the sink ---------------------------------------------------------------------------------
+
+
+class _Sink:
+    """Takes each session's results; saves them in batches with the run's live counts; reports progress.
+
+    Results become table rows at once (the result objects do not pile up); a save happens every
+    ``FLUSH_RESULTS`` results or ``FLUSH_SECONDS`` seconds, so a hard kill loses little and a reader
+    of the run sees its counts move.
+    """
+
+    def __init__(self, runs: Runs, plan: _Plan, on_progress: Progress | None) -> None:
+        self.runs = runs
+        self.run_id = plan.run.id
+        self.total = plan.total
+        self.completed = plan.skipped
+        self.on_progress = on_progress
+        self.rows: list[tuple[Any, ...]] = []
+        self.counts = [0, 0, 0]  # ok, failed, not applicable session-level results not yet saved
+        self.stamp = now()
+        self.saved = time.monotonic()
+        if on_progress:
+            on_progress(self.completed, self.total)
+
+    def add(self, pk: int, results: list[tuple[str, MetricResult]]) -> None:
+        """One session's results, every metric's (per-turn results and the session's)."""
+        run_id, stamp, rows, counts = self.run_id, self.stamp, self.rows, self.counts
+        for key, r in results:
+            rows.append(score_row(run_id, pk, key, r, stamp))
+            if r.turn is None:
+                counts[0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2] += 1
+        self.completed += 1
+        if len(rows) >= FLUSH_RESULTS or time.monotonic() - self.saved > FLUSH_SECONDS:
+            self.flush()
+        if self.on_progress:
+            self.on_progress(self.completed, self.total)
+
+    def add_rows(self, rows: list[tuple[Any, ...]], counts: tuple[int, int, int], sessions: int) -> None:
+        """Rows already made (by a worker process) for ``sessions`` sessions, with their session-level counts."""
+        self.rows.extend(rows)
+        self.counts = [a + b for a, b in zip(self.counts, counts, strict=True)]
+        self.completed += sessions
+        if len(self.rows) >= FLUSH_RESULTS or time.monotonic() - self.saved > FLUSH_SECONDS:
+            self.flush()
+        if self.on_progress:
+            self.on_progress(self.completed, self.total)
+
+    def flush(self) -> None:
+        """Save what is buffered, with the counts it adds to the run."""
+        if self.rows:
+            self.runs.write_rows(self.rows, (self.counts[0], self.counts[1], self.counts[2]))
+            self.rows = []
+            self.counts = [0, 0, 0]
+        self.stamp = now()
+        self.saved = time.monotonic()
+
+
+# -- the two paths ----------------------------------------------------------------------------
+
+
+def _score_deterministic(
+    store: Store, plan: _Plan, sink: _Sink, should_stop: Callable[[], bool] | None, workers: int = 1
+) -> bool:
+    """Score every session left with deterministic metrics, a batch at a time; True when stopped early."""
+    if workers > 1 and len(plan.todo) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        return _score_in_processes(store, plan, sink, should_stop, workers)
+    keyed = plan.keyed
+    runs = Runs(store)
+    for start in range(0, len(plan.todo), BATCH):
+        batch = runs.sessions(plan.todo[start : start + BATCH])
+        with paused_gc():
+            for pk, session in batch:
+                if should_stop is not None and should_stop():
+                    return True
+                sink.add(pk, [(key, r) for key, m in keyed for r in m.evaluate(session)])
+    return False
+
+
+# Set in each worker process of ``_score_in_processes`` (forked: inherited, never pickled).
+_worker: tuple[Store, list[tuple[str, Metric]], int] | None = None
+
+
+def _score_in_processes(
+    store: Store, plan: _Plan, sink: _Sink, should_stop: Callable[[], bool] | None, workers: int
+) -> bool:
+    """The deterministic path on ``workers`` forked processes: each reads and scores batches of sessions and
+    hands back finished table rows; this process saves them as they come, with at most two batches per
+    worker in flight (memory stays flat). Asks ``should_stop`` between batches."""
+    context = multiprocessing.get_context("fork")
+    batches = [plan.todo[start : start + BATCH] for start in range(0, len(plan.todo), BATCH)]
+    initargs = (store.path, store.busy_timeout, plan.keyed, plan.run.id)
+    pool = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=initargs
+    )
+    pending: deque[concurrent.futures.Future[tuple[list[tuple[Any, ...]], tuple[int, int, int], int]]] = deque()
+    try:
+        ahead = iter(batches)
+        for batch in itertools.islice(ahead, 2 * workers):
+            pending.append(pool.submit(_score_batch, batch))
+        while pending:
+            rows, counts, sessions = pending.popleft().result()
+            sink.add_rows(rows, counts, sessions)
+            if should_stop is not None and should_stop():
+                return True
+            for batch in itertools.islice(ahead, 1):
+                pending.append(pool.submit(_score_batch, batch))
+        return False
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int) -> None:
+    """A worker's start: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); its own connection."""
+    global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _worker = (Store(path, busy_timeout=busy_timeout), keyed, run_id)
+
+
+def _score_batch(pks: list[int]) -> tuple[list[tuple[Any, ...]], tuple[int, int, int], int]:
+    """In a worker: the score rows of the sessions ``pks``, with the (ok, failed, n/a) session-level counts."""
+    assert _worker is not None
+    store, keyed, run_id = _worker
+    stamp = now()
+    rows: list[tuple[Any, ...]] = []
+    counts = [0, 0, 0]
+    batch = Runs(store).sessions(pks)
+    with paused_gc():
+        for pk, session in batch:
+            for key, metric in keyed:
+                for r in metric.evaluate(session):
+                    rows.append(score_row(run_id, pk, key, r, stamp))
+                    if r.turn is None:
+                        counts[
+                            0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2
+                        ] += 1
+    return rows, (counts[0], counts[1], counts[2]), len(batch)
+
+
+async def _score_judged(
+    store: Store, plan: _Plan, sink: _Sink, judge: Judge, width: int, should_stop: Callable[[], bool] | None
+) -> bool:
+    """Score every session left with the judge, at most ``width`` sessions in flight; True when stopped early."""
+    runs = Runs(store)
+    in_flight: set[asyncio.Task[tuple[int, list[tuple[str, MetricResult]]]]] = set()
+
+    def collect(done: set[asyncio.Task[tuple[int, list[tuple[str, MetricResult]]]]]) -> None:
+        for task in done:
+            sink.add(*task.result())
+
+    try:
+        for start in range(0, len(plan.todo), BATCH):
+            for pk, session in runs.sessions(plan.todo[start : start + BATCH]):
+                if should_stop is not None and should_stop():
+                    return True
+                in_flight.add(asyncio.create_task(_score_one(pk, session, plan.metrics, judge)))
+                if len(in_flight) >= width:
+                    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    collect(finished)
+        while in_flight:
+            finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+            collect(finished)
+            if in_flight and should_stop is not None and should_stop():
+                return True
+        return False
+    finally:
+        for task in in_flight:  # stopped early: the calls in flight end before the client closes
+            task.cancel()
+        await asyncio.gather(*in_flight, return_exceptions=True)
+        await judge.aclose()
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+
 def score_dataset(
     store: Store,
     dataset: str,
-    specs: list[str | dict[str, Any] | Metric],
+    specs: Sequence[SpecLike],
     *,
     judge: JudgeConfig | None = None,
     concurrency: int | None = None,
@@ -70,13 +335,19 @@ def score_dataset(
     resume: bool = True,
     output: str | os.PathLike[str] | None = None,
     on_progress: Progress | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    on_start: Callable[[Run], None] | None = None,
+    workers: int = 1,
 ) -> RunReport:
-    """Score ``dataset`` with ``specs`` (names, ``name:key=value`` or metric objects); see the module doc."""
+    """Score ``dataset`` (the sessions ``filters`` match) with ``specs``; see the module doc.
+
+    ``specs``: names, ``name:key=value`` strings, dicts, metric objects or ``MetricSpec``. ``judge``
+    is needed by judge metrics. ``on_progress(sessions done, sessions in all)`` is called as sessions
+    are scored; ``should_stop()`` is asked between sessions (True: save, mark the run "cancelled",
+    return); ``on_start(run)`` is called once the run exists, before any scoring. An error marks the
+    run "failed" (with the error) and is raised; either way, running it again resumes it.
+    """
     metrics = _metrics(specs)
-    keys = [m.key() for m in metrics]
-    params: dict[str, Any] = {m.key(): {"name": m.name, **m.params()} for m in metrics}
-    if filters is not None and filters.as_dict():
-        params["__filters__"] = filters.as_dict()  # a run resumes only over the same selection
     judged = [m.key() for m in metrics if m.uses_judge]
     if judged and judge is None:
         raise UsageError(
@@ -85,116 +356,60 @@ def score_dataset(
         )
     if judge is not None and concurrency:
         judge = dataclasses.replace(judge, concurrency=concurrency)  # the caller's config stays as it was
-    judge_model = judge.model if judged and judge else None
+    use = judge if judged else None
+    plan = _plan(store, dataset, metrics, filters, resume, use.model if use else None, use.public_url if use else None)
     runs = Runs(store)
-    pks = list(iter_pks(store, dataset, filters))
-    run = runs.resumable(dataset, keys, params, judge_model) if resume else None
-    resumed = run is not None
-    if run is None:
-        run = runs.create(
-            dataset,
-            keys,
-            params,
-            judge_model=judge_model,
-            judge_base_url=judge.public_url if judged and judge else None,  # never its credentials
-            n_items=len(pks) * len(keys),
-        )
-    elif run.n_items != len(pks) * len(keys):
-        run = runs.set_items(run.id, len(pks) * len(keys))  # the dataset grew (or shrank) since
-    done = runs.done_sessions(run.id, keys)
-    todo = [pk for pk in pks if pk not in done]
-    client = Judge(judge, StoreJudgeCache(store)) if judged and judge else None
-    width = max(1, (concurrency or (judge.concurrency if judge else 1)) * 2)
-    _run(_score_all(store, runs, run.id, todo, metrics, client, width, len(pks) - len(todo), len(pks), on_progress))
-    finished = runs.finish(run.id)
+    if on_start is not None:
+        on_start(plan.run)
+    client = Judge(use, StoreJudgeCache(store)) if use is not None else None
+    sink = _Sink(runs, plan, on_progress)
+    try:
+        if client is None:
+            stopped = _score_deterministic(store, plan, sink, should_stop, workers)
+        else:
+            width = max(1, (concurrency or client.config.concurrency) * 2)
+            stopped = _run(_score_judged(store, plan, sink, client, width, should_stop))
+        sink.flush()
+    except Exception as exc:
+        _save_then_fail(runs, sink, plan.run.id, exc)
+        raise
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): what was scored is kept, the run stays "running"
+        sink.flush()
+        raise
+    finished = runs.finish(plan.run.id, "cancelled" if stopped else "done")
     report = RunReport(
         finished,
-        resumed,
-        len(pks),
-        len(pks) - len(todo),
-        summarize_run(store, run.id),
+        plan.resumed,
+        plan.total,
+        plan.skipped,
+        summarize_run(store, plan.run.id),
         client.requests if client else 0,
+        cancelled=stopped,
     )
     if output is not None:
-        write_scores_jsonl(store, run.id, output)
+        write_scores_jsonl(store, plan.run.id, output)
         report.output = str(output)
     return report
 
 
-async def _score_all(
-    store: Store,
-    runs: Runs,
-    run_id: int,
-    todo: list[int],
-    metrics: list[Metric],
-    judge: Judge | None,
-    width: int,
-    already: int,
-    total: int,
-    on_progress: Progress | None,
-) -> None:
-    pending: list[tuple[int, str, MetricResult]] = []
-    completed = already
-    flushed = time.monotonic()
-    if on_progress:
-        on_progress(completed, total)
-
-    def collect(stored: StoredSession, results: list[tuple[str, MetricResult]]) -> None:
-        nonlocal completed
-        pending.extend((stored.pk, key, r) for key, r in results)
-        completed += 1
-        # Saved often enough that a hard kill loses little: every 2,000 results or 2 seconds.
-        if len(pending) >= 2000 or time.monotonic() - flushed > 2.0:
-            flush()
-        if on_progress:
-            on_progress(completed, total)
-
-    def flush() -> None:
-        nonlocal flushed
-        if pending:
-            runs.write(run_id, pending)
-            pending.clear()
-        flushed = time.monotonic()
-
-    in_flight: set[asyncio.Task[tuple[StoredSession, list[tuple[str, MetricResult]]]]] = set()
-    keyed = [(m.key(), m) for m in metrics]  # a key is computed once, not once per result
-    try:
-        for start in range(0, len(todo), 500):
-            sessions = store.get_many(todo[start : start + 500])
-            if judge is None:  # deterministic only: no tasks, no event-loop overhead per item
-                with paused_gc():
-                    for stored in sessions:
-                        collect(stored, [(key, r) for key, m in keyed for r in m.evaluate(stored.session)])
-                continue
-            for stored in sessions:
-                in_flight.add(asyncio.create_task(_score_one(stored, metrics, judge)))
-                if len(in_flight) >= width:
-                    finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                    for task in finished:
-                        collect(*task.result())
-            if in_flight:
-                finished, in_flight = await asyncio.wait(in_flight)
-                for task in finished:
-                    collect(*task.result())
-    finally:
-        for task in in_flight:  # stopped early: let the calls in flight end before closing the client
-            task.cancel()
-        await asyncio.gather(*in_flight, return_exceptions=True)
-        flush()
-        if judge is not None:
-            await judge.aclose()
+def _save_then_fail(runs: Runs, sink: _Sink, run_id: int, exc: Exception) -> None:
+    """Keep what was scored and mark the run failed; a database that fails again leaves it as it is."""
+    with suppress(Exception):  # the database itself failed: the buffer is lost, the run resumes later
+        sink.flush()
+    with suppress(Exception):
+        runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}"[:2000])
 
 
 async def _score_one(
-    stored: StoredSession, metrics: list[Metric], judge: Judge
-) -> tuple[StoredSession, list[tuple[str, MetricResult]]]:
-    keyed = await _evaluate(stored.session, metrics, judge)
-    return stored, [(key, result) for key, results in keyed.items() for result in results]
+    pk: int, session: Session, metrics: list[Metric], judge: Judge
+) -> tuple[int, list[tuple[str, MetricResult]]]:
+    keyed = await _evaluate(session, metrics, judge)
+    return pk, [(key, result) for key, results in keyed.items() for result in results]
 
 
 def score_sessions(
     sessions: list[Session],
-    specs: list[str | dict[str, Any] | Metric],
+    specs: Sequence[SpecLike],
     *,
     judge: JudgeConfig | None = None,
 ) -> list[dict[str, list[MetricResult]]]:
@@ -237,15 +452,15 @@ def summarize_run(store: Store, run_id: int) -> list[Summary]:
     """Each metric of the run over the dataset: count, mean and interval, failed, not applicable."""
     runs = Runs(store)
     run = runs.get(run_id)
-    values: dict[str, list[float]] = defaultdict(list)
+    values: dict[str, list[tuple[float, int]]] = defaultdict(list)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for metric, status, value, warned in runs.session_values(run_id):
+    for metric, status, value, n, warned in runs.summary_counts(run_id):  # grouped by value in SQL
         if status == "ok" and value is not None:
-            values[metric].append(value)
-        counts[metric][status] += 1
+            values[metric].append((value, n))
+        counts[metric][status] += n
         counts[metric]["warnings"] += warned
     return [
-        summarize(
+        summarize_counts(
             key,
             values[key],
             failed=counts[key]["error"],
@@ -262,22 +477,11 @@ def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) 
     The file appears whole or not at all, as every output does (see :mod:`evalcore.outputs`).
     """
     from evalcore.outputs import atomic_output
+    from evalcore.store.exports import score_records
 
     count = 0
     with atomic_output(path) as out:
-        for row in Runs(store).scores(run_id):
-            line: dict[str, Any] = {
-                "session_id": row.session_id,
-                "position": row.position,
-                "metric": row.metric,
-                "value": row.value,
-                "reason": row.reason,
-                "error": row.error,
-            }
-            if row.sub:
-                line["parts"] = row.sub
-            if row.status == "not_applicable":
-                line["not_applicable"] = True
-            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        for record in score_records(store, run_id):  # the same records the Export page downloads
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
     return count

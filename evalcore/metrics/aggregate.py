@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Summary", "summarize"]
+__all__ = ["Summary", "summarize", "summarize_counts"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,43 @@ def summarize(
     means = np.concatenate(
         [data[rng.integers(0, n, size=(min(step, resamples - i), n))].mean(axis=1) for i in range(0, resamples, step)]
     )
+    alpha = (1 - level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Summary(metric, n, mean, float(low), float(high), failed, not_applicable, warnings)
+
+
+def summarize_counts(
+    metric: str,
+    counts: list[tuple[float, int]],
+    *,
+    failed: int = 0,
+    not_applicable: int = 0,
+    warnings: int = 0,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Summary:
+    """``summarize`` for values given as ``(value, how many sessions have it)``, as SQL's ``GROUP BY value``
+    returns them: a bootstrap resample of n values drawn from k distinct ones is a multinomial draw of
+    their counts, so the interval costs k (not n) per resample — fast on 100,000 sessions whose metric
+    takes few values (tool-call metrics, 1–5 rubric scores). Many distinct values fall back to ``summarize``.
+    """
+    finite = [(v, c) for v, c in counts if c > 0 and math.isfinite(v)]
+    failed += sum(c for v, c in counts if c > 0 and not math.isfinite(v))
+    n = sum(c for _, c in finite)
+    if not finite:
+        return Summary(metric, 0, None, None, None, failed, not_applicable, warnings)
+    if len(finite) > 2000:
+        values = [v for v, c in finite for _ in range(c)]
+        return summarize(metric, values, failed=failed, not_applicable=not_applicable, warnings=warnings,
+                         resamples=resamples, level=level, seed=seed)  # fmt: skip
+    mean = math.fsum(v * c for v, c in finite) / n
+    if len(finite) == 1:
+        return Summary(metric, n, mean, mean, mean, failed, not_applicable, warnings)
+    points = np.asarray([v for v, _ in finite], dtype=float)
+    probabilities = np.asarray([c for _, c in finite], dtype=float) / n
+    drawn = np.random.default_rng(seed).multinomial(n, probabilities, size=resamples)
+    means = drawn @ points / n
     alpha = (1 - level) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
     return Summary(metric, n, mean, float(low), float(high), failed, not_applicable, warnings)

@@ -9,7 +9,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 migrations = Migrations("evalcore")
 
@@ -246,3 +246,22 @@ def review(db: Database) -> None:
     )
     db.execute("CREATE INDEX idx_jobs_dataset ON jobs (dataset, id)")
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+@migrations(name="0003_run_progress")
+def run_progress(db: Database) -> None:
+    """Runs: their filters as a column of their own (they rode in ``params["__filters__"]``), when the
+    scorer last wrote progress, and why a failed run failed."""
+    db.execute("ALTER TABLE runs ADD COLUMN filters TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN updated_at TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN error TEXT")
+
+
+@migrations(name="0004_scores_by_value")
+def scores_by_value(db: Database) -> None:
+    """The scores' index by run and metric now holds all the Dashboard and the score filter read: a
+    metric's values by status (its distribution), a page of sessions in the order of a metric, every
+    session's value — without touching the table. It replaces the narrower one (no extra index to
+    keep up on every score written)."""
+    db.execute("DROP INDEX IF EXISTS idx_scores_metric")
+    db.execute("CREATE INDEX idx_scores_run ON scores (run_id, metric, turn, status, value, session_pk)")

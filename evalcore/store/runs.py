@@ -3,38 +3,117 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 from sqlite_utils import Database
 
 from evalcore.errors import NotFoundError
+from evalcore.formats.jsonio import loads
+from evalcore.gcpause import paused_gc
 from evalcore.judge.client import CachedCall
 from evalcore.judge.redact import public_url
 from evalcore.metrics.base import MetricResult
+from evalcore.runspec import MetricSpec, RunStatus, run_status
+from evalcore.schema import Session
+from evalcore.store.queries import SessionFilter
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
-__all__ = ["Run", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
+__all__ = ["Run", "RunProgress", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
+
+#: Where runs written before the filters had a column of their own kept them: a key of ``params``.
+_OLD_FILTERS_KEY = "__filters__"
+#: Statuses of a run that may be resumed (a "done" run is complete).
+_RESUMABLE = ("running", "cancelled", "failed")
+_FILTER_FIELDS = {f.name for f in fields(SessionFilter)}
+_SHORT = 9  # the length of a score row without sub-scores, warnings or judge usage
+
+
+def filters_of(data: dict[str, Any] | None) -> SessionFilter:
+    """A stored filter (``SessionFilter.as_dict``) read back; fields it does not know are left out."""
+    if not data:
+        return SessionFilter()
+    return SessionFilter(**{k: v for k, v in data.items() if k in _FILTER_FIELDS})
 
 
 @dataclass(frozen=True)
 class Run:
-    """One scoring run over a dataset."""
+    """One scoring run over a dataset. Its counts are live: the scorer updates them as it saves scores."""
 
     id: int
     dataset: str
-    metrics: list[str]
-    params: dict[str, Any]
+    metrics: list[str]  # the metrics' keys, in the order given
+    params: dict[str, Any]  # {key: {"name": ..., **parameters}}
     judge_model: str | None
-    status: str
+    status: RunStatus
     started_at: str
     finished_at: str | None
+    n_items: int  # (session, metric) items the run covers
+    n_done: int  # ...scored so far
+    n_failed: int  # ...failed so far
+    n_not_applicable: int  # ...not applicable so far
+    filter_data: dict[str, Any] | None = None  # the selection scored, as stored (``filters`` reads it typed)
+    judge_base_url: str | None = None
+    updated_at: str | None = None  # when the scorer last saved progress
+    error: str | None = None  # why a failed run failed
+
+    @property
+    def specs(self) -> list[MetricSpec]:
+        """The run's metrics with their parameters, in the order of ``metrics``."""
+        specs = []
+        for key in self.metrics:
+            entry = self.params.get(key)
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                specs.append(MetricSpec(entry["name"], {k: v for k, v in entry.items() if k != "name"}))
+            else:  # a run stored without its parameters: the key is the metric's spec
+                specs.append(MetricSpec.of(key))
+        return specs
+
+    @property
+    def filters(self) -> SessionFilter:
+        """The sessions the run scores (an empty filter: the whole dataset)."""
+        return filters_of(self.filter_data)
+
+    @property
+    def items_done(self) -> int:
+        """Items with a session-level result so far: scored, failed or not applicable."""
+        return self.n_done + self.n_failed + self.n_not_applicable
+
+    @property
+    def fraction(self) -> float:
+        """How far the run is, from 0 to 1."""
+        return min(1.0, self.items_done / self.n_items) if self.n_items else 1.0
+
+    @property
+    def resumable(self) -> bool:
+        """Whether scoring again with the same metrics, filters and judge goes on with this run."""
+        return self.status in _RESUMABLE
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How far a run is, read from the store while it runs (from any thread or process)."""
+
+    run_id: int
+    status: RunStatus
     n_items: int
     n_done: int
     n_failed: int
     n_not_applicable: int
+    updated_at: str | None
+    error: str | None = None
+
+    @property
+    def items_done(self) -> int:
+        """Items with a session-level result so far."""
+        return self.n_done + self.n_failed + self.n_not_applicable
+
+    @property
+    def fraction(self) -> float:
+        """How far the run is, from 0 to 1."""
+        return min(1.0, self.items_done / self.n_items) if self.n_items else 1.0
 
 
 @dataclass(frozen=True)
@@ -95,17 +174,22 @@ class Runs:
         judge_model: str | None = None,
         judge_base_url: str | None = None,
         n_items: int = 0,
+        filters: SessionFilter | None = None,
     ) -> Run:
-        """Start a run of ``metrics`` (their keys) on ``dataset``."""
+        """Start a run of ``metrics`` (their keys) on ``dataset`` (the sessions ``filters`` match)."""
         dataset_id = self.store.dataset_id(dataset)
         if judge_base_url is not None:  # a URL's credentials (user:pass@, ?api-key=) are never stored
             judge_base_url = public_url(judge_base_url)
+        params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
+        chosen = filters.as_dict() if filters is not None else {}
+        stamp = now()
         with self.store.write() as conn:
             cursor = conn.execute(
                 "INSERT INTO runs (dataset_id, metrics, params, judge_model, judge_base_url, status, started_at, "
-                "n_items) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                [dataset_id, json.dumps(metrics), json.dumps(params), judge_model, judge_base_url, now(), n_items],
-            )
+                "n_items, filters, updated_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                [dataset_id, json.dumps(metrics), json.dumps(params), judge_model, judge_base_url, stamp, n_items,
+                 json.dumps(chosen) if chosen else None, stamp],
+            )  # fmt: skip
             run_id = int(cursor.lastrowid or 0)
         return self.get(run_id)
 
@@ -113,38 +197,96 @@ class Runs:
         """The run ``run_id``."""
         if not -(2**63) <= run_id < 2**63:  # beyond SQLite's integers: no such run
             raise NotFoundError(f"no run #{run_id}")
+        row = self.db.execute(f"{self._SELECT} WHERE r.id = ?", [run_id]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no run #{run_id}")
+        return _run(row)
+
+    _SELECT = (
+        "SELECT r.id, d.name, r.metrics, r.params, r.judge_model, r.status, r.started_at, r.finished_at, "
+        "r.n_items, r.n_done, r.n_failed, r.n_not_applicable, r.filters, r.judge_base_url, r.updated_at, r.error "
+        "FROM runs r JOIN datasets d ON d.id = r.dataset_id"
+    )
+
+    def progress(self, run_id: int) -> RunProgress:
+        """How far run ``run_id`` is, as last saved by its scorer (cheap: one row)."""
+        if not -(2**63) <= run_id < 2**63:
+            raise NotFoundError(f"no run #{run_id}")
         row = self.db.execute(
-            "SELECT r.id, d.name, r.metrics, r.params, r.judge_model, r.status, r.started_at, r.finished_at, "
-            "r.n_items, r.n_done, r.n_failed, r.n_not_applicable FROM runs r "
-            "JOIN datasets d ON d.id = r.dataset_id WHERE r.id = ?",
+            "SELECT id, status, n_items, n_done, n_failed, n_not_applicable, updated_at, error FROM runs WHERE id = ?",
             [run_id],
         ).fetchone()
         if row is None:
             raise NotFoundError(f"no run #{run_id}")
-        return Run(row[0], row[1], json.loads(row[2]), json.loads(row[3]), *row[4:])
+        return RunProgress(row[0], run_status(row[1]), *row[2:])
 
     def recent(self, dataset: str | None = None) -> list[Run]:
         """Every run (of ``dataset``), newest first."""
-        sql = "SELECT r.id FROM runs r JOIN datasets d ON d.id = r.dataset_id"
+        sql = self._SELECT
         args: list[Any] = []
         if dataset is not None:
             sql += " WHERE d.name = ?"
             args.append(dataset)
-        return [self.get(r[0]) for r in self.db.execute(sql + " ORDER BY r.id DESC", args)]
+        return [_run(row) for row in self.db.execute(sql + " ORDER BY r.id DESC", args).fetchall()]
 
     def resumable(
-        self, dataset: str, metrics: list[str], params: dict[str, Any], judge_model: str | None
+        self,
+        dataset: str,
+        metrics: list[str],
+        params: dict[str, Any],
+        judge_model: str | None,
+        filters: SessionFilter | None = None,
     ) -> Run | None:
-        """The latest unfinished run of the same metrics, settings and judge on ``dataset``."""
+        """The latest unfinished (running, cancelled or failed) run of the same metrics, settings, filters
+        and judge on ``dataset``."""
+        params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
+        chosen = filters.as_dict() if filters is not None else {}
         for run in self.recent(dataset):
             if (
-                run.status == "running"
+                run.resumable
                 and run.metrics == metrics
                 and run.params == params
+                and (run.filter_data or {}) == chosen
                 and run.judge_model == judge_model
             ):
                 return run
         return None
+
+    def sessions(self, pks: list[int]) -> list[tuple[int, Session]]:
+        """The sessions under ``pks`` as a scorer reads them: ``(pk, session)`` in that order, missing ones
+        left out, with reviewers' edits, status and tags applied (as ``Store.get_many`` gives them).
+
+        Reads only what scoring needs; a session with edits is read through ``Store.get_many``.
+        """
+        found: dict[int, Session] = {}
+        edited: list[int] = []
+        with paused_gc():  # millions of new objects, no cycles: the collector's passes would double the time
+            self._read_sessions(pks, found, edited)
+        if edited:
+            found.update((s.pk, s.session) for s in self.store.get_many(edited))
+        return [(pk, found[pk]) for pk in pks if pk in found]
+
+    def _read_sessions(self, pks: list[int], found: dict[int, Session], edited: list[int]) -> None:
+        from_json = Session.model_validate_json  # pydantic's own JSON parser: one pass, no dict in between
+        for start in range(0, len(pks), 500):
+            chunk = pks[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT id, data, status, tags, n_edits FROM sessions WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            for pk, data, status, tags, n_edits in rows:
+                if n_edits:
+                    edited.append(pk)
+                    continue
+                try:
+                    session = from_json(data)
+                except ValueError:  # what pydantic's parser refuses (a big integer, say): as Store.get reads it
+                    session = Session.model_validate(loads(data))
+                if session.status != status:  # the columns rule (a model's assignment costs: only when they differ)
+                    session.status = status
+                if tags != "[]" or session.tags:
+                    session.tags = json.loads(tags)
+                found[pk] = session
 
     def done_sessions(self, run_id: int, metrics: list[str]) -> set[int]:
         """Sessions for which every metric of the run already has its session score."""
@@ -157,24 +299,37 @@ class Runs:
         return {r[0] for r in rows}
 
     def write(self, run_id: int, scored: list[tuple[int, str, MetricResult]]) -> None:
-        """Store results: ``(session_pk, metric key, result)``; a result stored again replaces the old one."""
+        """Store results: ``(session_pk, metric key, result)``; a result stored again replaces the old one.
+
+        The run's live counts are left alone (``write_rows`` with counts keeps them)."""
         stamp = now()
-        rows = []
-        for pk, key, r in scored:
-            u = r.usage
-            rows.append((
-                run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
-                r.error, json.dumps(r.sub) if r.sub else None, json.dumps(r.warnings) if r.warnings else None,
-                u.calls if u else None, u.cached if u else None, u.input_tokens if u else None,
-                u.output_tokens if u else None, u.cost if u else None, u.latency_ms if u else None, stamp,
-            ))  # fmt: skip
+        self.write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
+
+    def write_rows(self, rows: Sequence[tuple[Any, ...]], counts: tuple[int, int, int] | None = None) -> None:
+        """Store prepared score rows (``score_row``) in one transaction; with ``counts`` (ok, failed, not
+        applicable session-level items they add), add those to the run's live counts in the same one."""
+        short = [row for row in rows if len(row) == _SHORT]
+        full = [row for row in rows if len(row) != _SHORT] if len(short) != len(rows) else []
         with self.store.write() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO scores (run_id, session_pk, turn, metric, status, value, reason, error, sub, "
-                "warnings, calls, cached, input_tokens, output_tokens, cost, latency_ms, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            if short:  # fewer columns to bind: the rest are NULL by default
+                conn.executemany(
+                    "INSERT OR REPLACE INTO scores (run_id, session_pk, turn, metric, status, value, reason, error, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    short,
+                )
+            if full:
+                conn.executemany(
+                    "INSERT OR REPLACE INTO scores (run_id, session_pk, turn, metric, status, value, reason, error, "
+                    "sub, warnings, calls, cached, input_tokens, output_tokens, cost, latency_ms, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    full,
+                )
+            if counts is not None and rows:
+                conn.execute(
+                    "UPDATE runs SET n_done = n_done + ?, n_failed = n_failed + ?, "
+                    "n_not_applicable = n_not_applicable + ?, updated_at = ? WHERE id = ?",
+                    [*counts, now(), rows[0][0]],
+                )
 
     def set_items(self, run_id: int, n_items: int) -> Run:
         """Record how many (session, metric) items the run covers."""
@@ -182,20 +337,39 @@ class Runs:
             conn.execute("UPDATE runs SET n_items = ? WHERE id = ?", [n_items, run_id])
         return self.get(run_id)
 
-    def finish(self, run_id: int, status: str = "done") -> Run:
-        """Mark the run finished, with its counts of session scores (counted once, here)."""
+    def recount(self, run_id: int, *, status: RunStatus | None = None) -> Run:
+        """Count the run's session-level results again from its scores (its status set to ``status`` if given):
+        what a resumed run starts from."""
         with self.store.write() as conn:
-            counts = dict(
-                conn.execute(
-                    "SELECT status, count(*) FROM scores WHERE run_id = ? AND turn = -1 GROUP BY status", [run_id]
-                ).fetchall()
-            )
+            counts = _counts(conn, run_id)
             conn.execute(
-                "UPDATE runs SET status = ?, finished_at = ?, n_done = ?, n_failed = ?, n_not_applicable = ? "
-                "WHERE id = ?",
-                [status, now(), counts.get("ok", 0), counts.get("error", 0), counts.get("not_applicable", 0), run_id],
+                "UPDATE runs SET status = coalesce(?, status), finished_at = NULL, error = NULL, n_done = ?, "
+                "n_failed = ?, n_not_applicable = ?, updated_at = ? WHERE id = ?",
+                [status, *counts, now(), run_id],
             )
         return self.get(run_id)
+
+    def finish(self, run_id: int, status: RunStatus = "done", *, error: str | None = None) -> Run:
+        """Mark the run ended (done, cancelled or failed with ``error``), its counts recounted from its scores."""
+        status = run_status(status)
+        with self.store.write() as conn:
+            counts = _counts(conn, run_id)
+            stamp = now()
+            conn.execute(
+                "UPDATE runs SET status = ?, finished_at = ?, updated_at = ?, error = ?, n_done = ?, n_failed = ?, "
+                "n_not_applicable = ? WHERE id = ?",
+                [status, stamp, stamp, error, *counts, run_id],
+            )
+        return self.get(run_id)
+
+    def summary_counts(self, run_id: int) -> list[tuple[str, str, float | None, int, int]]:
+        """``(metric, status, value, how many, how many with warnings)`` of the run's session-level scores,
+        grouped: what a summary needs, without one row per session."""
+        return self.db.execute(
+            "SELECT metric, status, value, count(*), sum(warnings IS NOT NULL) FROM scores "
+            "WHERE run_id = ? AND turn = -1 GROUP BY metric, status, value",
+            [run_id],
+        ).fetchall()
 
     def scores(self, run_id: int, *, turns: bool = False) -> Iterator[ScoreRow]:
         """The run's scores in session order (session-level only unless ``turns``)."""
@@ -257,6 +431,40 @@ class Runs:
             "SELECT r.metrics FROM runs r JOIN datasets d ON d.id = r.dataset_id WHERE d.name = ?", [dataset]
         )
         return sorted({metric for (metrics,) in rows for metric in json.loads(metrics)})
+
+
+def score_row(run_id: int, pk: int, key: str, r: MetricResult, stamp: str) -> tuple[Any, ...]:
+    """A result as a row of the ``scores`` table (``Runs.write_rows``)."""
+    u = r.usage
+    if u is None and not r.sub and not r.warnings:  # the common case of deterministic metrics: a short row
+        return (run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
+                r.error, stamp)  # fmt: skip
+    return (
+        run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
+        r.error, json.dumps(r.sub) if r.sub else None, json.dumps(r.warnings) if r.warnings else None,
+        u.calls if u else None, u.cached if u else None, u.input_tokens if u else None,
+        u.output_tokens if u else None, u.cost if u else None, u.latency_ms if u else None, stamp,
+    )  # fmt: skip
+
+
+def _counts(conn: Any, run_id: int) -> tuple[int, int, int]:
+    """(ok, failed, not applicable) session-level results of the run."""
+    counts = dict(
+        conn.execute(
+            "SELECT status, count(*) FROM scores WHERE run_id = ? AND turn = -1 GROUP BY status", [run_id]
+        ).fetchall()
+    )
+    return counts.get("ok", 0), counts.get("error", 0), counts.get("not_applicable", 0)
+
+
+def _run(row: tuple[Any, ...]) -> Run:
+    params: dict[str, Any] = json.loads(row[3])
+    filter_data = json.loads(row[12]) if row[12] else params.get(_OLD_FILTERS_KEY) or None
+    params.pop(_OLD_FILTERS_KEY, None)  # an older database kept the filters among the parameters
+    return Run(
+        row[0], row[1], json.loads(row[2]), params, row[4], run_status(row[5]), row[6], row[7], row[8], row[9],
+        row[10], row[11], filter_data, row[13], row[14], row[15],
+    )  # fmt: skip
 
 
 class StoreJudgeCache:

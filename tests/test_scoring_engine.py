@@ -1,0 +1,330 @@
+"""The scoring engine: typed run specs and filters, live progress in the store, cancellation and resume.
+
+Real stores on disk, real metrics, and for the judged path a real loopback OpenAI-protocol server
+(``FakeOpenAI``) slow enough that a run can be watched from another connection while it goes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from apptest_util import SAMPLE_DATA
+from openai_server import FakeOpenAI
+
+from evalcore.errors import UnknownNameError, UsageError
+from evalcore.judge import JudgeConfig
+from evalcore.metrics import create_metric
+from evalcore.runspec import RUN_STATUSES, MetricSpec
+from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset
+from evalcore.store import Store, import_file
+from evalcore.store.queries import SessionFilter
+from evalcore.store.runs import Run, Runs
+
+DATASET = "ref"
+EVALCORE = str(Path(sys.executable).parent / "evalcore")
+
+
+@pytest.fixture
+def store(tmp_path: Path, ragas_reference: Path) -> Iterator[Store]:
+    """A real store holding the 300 ragas reference sessions."""
+    with Store(tmp_path / "evalcore.db") as opened:
+        report = import_file(opened, ragas_reference / "ragas_samples.jsonl", DATASET)
+        assert report.new == 300 and report.failed == 0
+        yield opened
+
+
+# -- typed shapes -----------------------------------------------------------------------------------
+
+
+def test_metric_spec_reads_every_way_of_naming_a_metric() -> None:
+    plain = MetricSpec.of("tool_call_accuracy")
+    assert plain == MetricSpec("tool_call_accuracy", {}) and plain.key == "tool_call_accuracy"
+    typed = MetricSpec.of("string_similarity:measure=jaro")
+    assert typed == MetricSpec.of({"name": "string_similarity", "params": {"measure": "jaro"}})
+    assert typed == MetricSpec.of(create_metric("string_similarity:measure=jaro"))
+    assert typed.key == "string_similarity:measure=jaro" and typed.metric().key() == typed.key
+    assert "measure" in typed.metric_class.model_fields
+    # A default given explicitly is the same metric as the default left out.
+    assert MetricSpec.of("string_similarity:measure=levenshtein") == MetricSpec("string_similarity", {})
+    with pytest.raises(UsageError, match="string_similarity: measure"):
+        MetricSpec("string_similarity", {"measure": "nonsense"}).metric()
+    with pytest.raises(UnknownNameError, match="no_such_metric"):
+        MetricSpec.of("no_such_metric")
+
+
+def test_a_run_reads_back_its_specs_filters_and_status_typed(store: Store) -> None:
+    specs = [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}), "turn_count"]
+    chosen = SessionFilter(status=["todo"], search="flight*")
+    report = score_dataset(store, DATASET, specs, filters=chosen)
+    again = Runs(store).get(report.run.id)  # read back from the table, not the object the run returned
+    assert again.specs == [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}),
+                           MetricSpec("turn_count")]  # fmt: skip
+    assert [s.key for s in again.specs] == again.metrics
+    assert again.filters == chosen and again.status == "done" and again.status in RUN_STATUSES
+    assert "__filters__" not in again.params
+    matched = report.sessions
+    assert 0 < matched < 300  # the filter chose some sessions, not all
+    assert again.n_items == matched * 3 and again.items_done == again.n_items and again.fraction == 1.0
+    # The same metrics over the whole dataset are another run: filters are part of what a run is.
+    whole = score_dataset(store, DATASET, specs)
+    assert whole.run.id != again.id and whole.sessions == 300 and whole.run.filters == SessionFilter()
+
+
+def test_a_run_stored_with_filters_among_its_params_still_reads_and_resumes(store: Store) -> None:
+    """Databases written before filters had a column kept them in ``params["__filters__"]``."""
+    chosen = SessionFilter(search="flight*")
+    dataset_id = store.dataset_id(DATASET)
+    params = {"tool_call_f1": {"name": "tool_call_f1"}, "__filters__": chosen.as_dict()}
+    with store.write() as conn:
+        cursor = conn.execute(
+            "INSERT INTO runs (dataset_id, metrics, params, status, started_at, n_items) "
+            "VALUES (?, ?, ?, 'running', '2026-01-01T00:00:00Z', 0)",
+            [dataset_id, json.dumps(["tool_call_f1"]), json.dumps(params)],
+        )
+        old_id = int(cursor.lastrowid or 0)
+    old = Runs(store).get(old_id)
+    assert old.filters == chosen and old.params == {"tool_call_f1": {"name": "tool_call_f1"}}
+    assert old.specs == [MetricSpec("tool_call_f1")] and old.status == "running"
+    report = score_dataset(store, DATASET, ["tool_call_f1"], filters=chosen)
+    assert report.resumed and report.run.id == old_id and report.run.status == "done"
+    assert report.run.items_done == report.sessions > 0
+
+
+# -- cancellation, resume, live counts -----------------------------------------------------------------
+
+
+def test_should_stop_cancels_and_the_same_run_resumes(store: Store) -> None:
+    asked = 0
+
+    def stop_after_120() -> bool:
+        nonlocal asked
+        asked += 1
+        return asked > 120
+
+    started: list[Run] = []
+    first = score_dataset(
+        store, DATASET, ["tool_call_accuracy", "tool_call_f1"], should_stop=stop_after_120, on_start=started.append
+    )
+    assert first.cancelled and first.run.status == "cancelled" and first.run.finished_at is not None
+    assert [r.id for r in started] == [first.run.id] and started[0].status == "running"
+    # What was scored before the stop is saved, counted and summarised.
+    assert first.run.n_done + first.run.n_failed + first.run.n_not_applicable == 120 * 2
+    assert Runs(store).done_sessions(first.run.id, first.run.metrics) == set(store.pks(DATASET)[:120])
+    assert sum(s.count + s.failed + s.not_applicable for s in first.summaries) == 240
+    progress = run_progress(store, first.run.id)
+    assert isinstance(progress, RunProgress)
+    assert (progress.status, progress.items_done, progress.n_items) == ("cancelled", 240, 600)
+    assert progress.fraction == pytest.approx(0.4)
+
+    seen: list[tuple[int, int]] = []
+    second = score_dataset(
+        store, DATASET, ["tool_call_accuracy", "tool_call_f1"], on_progress=lambda d, t: seen.append((d, t))
+    )
+    assert second.resumed and second.run.id == first.run.id and not second.cancelled
+    assert second.skipped == 120 and second.sessions == 300 and second.run.status == "done"
+    assert second.run.items_done == second.run.n_items == 600
+    assert seen[0] == (120, 300) and seen[-1] == (300, 300)
+    # A finished run is not resumed: scoring again starts a new one.
+    third = score_dataset(store, DATASET, ["tool_call_accuracy", "tool_call_f1"])
+    assert not third.resumed and third.run.id != first.run.id
+
+
+def test_a_failed_run_says_why_and_resumes(store: Store) -> None:
+    def broken() -> bool:
+        raise RuntimeError("the caller's stop check broke")
+
+    with pytest.raises(RuntimeError):
+        score_dataset(store, DATASET, ["turn_count"], should_stop=broken)
+    (run,) = Runs(store).recent(DATASET)
+    assert run.status == "failed" and run.error is not None and "stop check broke" in run.error
+    assert run_progress(store, run.id).status == "failed"
+    report = score_dataset(store, DATASET, ["turn_count"])
+    assert report.resumed and report.run.id == run.id and report.run.status == "done" and report.run.error is None
+
+
+def test_live_counts_move_in_the_store_while_a_judged_run_goes(tmp_path: Path, ragas_reference: Path) -> None:
+    """A slow judge, one call at a time: another connection (as the app's page has) sees the run's
+    counts grow between its start and its end, then a stop request cancels it with its scores kept."""
+    db = tmp_path / "live.db"
+    with Store(db) as store:
+        report = import_file(store, ragas_reference / "ragas_samples.jsonl", DATASET)
+        assert report.new == 300
+    stop = threading.Event()
+    observed: list[RunProgress] = []
+    run_ids: list[int] = []
+
+    def watch() -> None:
+        with Store(db) as reader:  # a connection of its own, on another thread
+            while not run_ids:
+                time.sleep(0.02)
+            while True:
+                progress = run_progress(reader, run_ids[0])
+                observed.append(progress)
+                if progress.items_done >= 4:  # some items saved while the run goes: ask it to stop
+                    stop.set()
+                if progress.status != "running":
+                    return
+                time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    with FakeOpenAI(latency=0.25) as server, Store(db) as store:
+        config = JudgeConfig(model="m", base_url=server.url, api_key="k", concurrency=1)
+        result = score_dataset(
+            store,
+            DATASET,
+            ["relevance_to_query"],
+            judge=config,
+            should_stop=stop.is_set,
+            on_start=lambda run: run_ids.append(run.id),
+        )
+    watcher.join(timeout=30)
+    assert not watcher.is_alive()
+    assert result.cancelled and result.run.status == "cancelled"
+    running = [p for p in observed if p.status == "running"]
+    assert running and running[0].items_done == 0 and running[0].n_items == 300
+    moving = [p.items_done for p in running if 0 < p.items_done < 300]
+    assert moving, f"no count seen between start and end: {[p.items_done for p in observed]}"
+    assert observed[-1].status == "cancelled" and observed[-1].items_done == result.run.items_done < 300
+    assert result.run.items_done >= max(moving)
+
+
+def test_the_deterministic_path_saves_counts_every_two_seconds(store: Store) -> None:
+    """A slow caller (its stop check takes FLUSH_SECONDS once, at the 100th session): the session after it
+    results trigger a save, and a second connection sees the counts of the first 100 sessions before the end."""
+    seen: list[int] = []
+    run_ids: list[int] = []
+    with Store(store.path) as other:
+
+        def peek() -> bool:
+            seen.append(run_progress(other, run_ids[0]).items_done)
+            if len(seen) == 100:
+                time.sleep(FLUSH_SECONDS + 0.1)
+            return False
+
+        report = score_dataset(
+            store, DATASET, ["turn_count"], should_stop=peek, on_start=lambda run: run_ids.append(run.id)
+        )
+    assert report.run.items_done == 300 and len(seen) == 300
+    assert seen[:100] == [0] * 100  # nothing saved before the pause (fewer than FLUSH_RESULTS results)
+    assert set(seen[100:]) == {100}  # saved once, with the session after the pause; the rest at the end
+    assert run_progress(store, report.run.id).items_done == 300
+
+
+# -- reading sessions to score -------------------------------------------------------------------------
+
+
+def test_the_scorer_reads_sessions_exactly_as_the_store_gives_them(tmp_path: Path) -> None:
+    """``Runs.sessions`` (the scorer's lean read) against ``Store.get_many``, over every sample file, a session
+    edited by a reviewer, and JSON pydantic's own parser refuses (an integer beyond 64 bits) or must keep (NaN)."""
+    odd = tmp_path / "odd.jsonl"
+    lines = [
+        '{"schema_version": 1, "session_id": "big", "messages": [{"role": "user", "content": "a"}], '
+        '"metadata": {"n": 123456789012345678901234567890}}',
+        '{"schema_version": 1, "session_id": "nan", "messages": [{"role": "user", "content": "b"}], '
+        '"metadata": {"x": NaN, "y": Infinity}}',
+    ]
+    odd.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with Store(tmp_path / "all.db") as store:
+        for path in [*sorted(SAMPLE_DATA.iterdir()), odd]:
+            if path.suffix in (".json", ".jsonl"):
+                import_file(store, path, "all")
+        pks = store.pks("all")
+        assert len(pks) > 40
+        first = store.get(pks[3])
+        store.save(pks[3], {"reference": "edited by a reviewer"}, base_version=first.version, author="ann")
+        store.set_status(pks[5], "approved", base_version=store.get(pks[5]).version, author="ann")
+        lean = Runs(store).sessions(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
+        full = store.get_many(list(reversed(pks)))
+    assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
+    for (_, mine), theirs in zip(lean, full, strict=True):
+        if mine.metadata.get("x") is not None:  # NaN is not equal to itself: compare the rest
+            assert str(mine.metadata) == str(theirs.session.metadata) == "{'x': nan, 'y': inf}"
+            continue
+        assert mine.model_dump(exclude={"provenance"}) == theirs.session.model_dump(exclude={"provenance"})
+    by_pk = dict(lean)
+    assert by_pk[pks[3]].reference == "edited by a reviewer" and by_pk[pks[5]].status == "approved"
+    assert any(s.metadata.get("n") == 123456789012345678901234567890 for _, s in lean)
+    assert sum(1 for _, s in lean if s.metadata.get("x") is not None) == 1
+
+
+# -- worker processes ---------------------------------------------------------------------------------
+
+
+def distinct_ragas_file(path: Path, reference: Path, sessions: int) -> Path:
+    """``sessions`` distinct ragas lines cycled from the reference file (each first human message numbered)."""
+    rows = [json.loads(line) for line in reference.read_text(encoding="utf-8").splitlines() if line.strip()]
+    with open(path, "w", encoding="utf-8") as out:
+        for i in range(sessions):
+            row = json.loads(json.dumps(rows[i % len(rows)]))
+            first = next(m for m in row["user_input"] if m["type"] == "human")
+            first["content"] = f"{first['content']} (session {i})"
+            out.write(json.dumps(row) + "\n")
+    return path
+
+
+def test_worker_processes_score_exactly_as_one_process_does(tmp_path: Path, ragas_reference: Path) -> None:
+    sessions = PARALLEL_MIN + 300
+    src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
+    specs = ["tool_call_accuracy", "tool_call_f1", "string_similarity:measure=jaro"]
+    with Store(tmp_path / "many.db") as store:
+        assert import_file(store, src, "many").new == sessions
+        seen: list[tuple[int, int]] = []
+        one = score_dataset(store, "many", specs, workers=1)
+        two = score_dataset(store, "many", specs, workers=2, resume=False, on_progress=lambda d, t: seen.append((d, t)))
+        runs = Runs(store)
+
+        def rows(run_id: int) -> list[tuple[object, ...]]:
+            return [(r.session_pk, r.metric, r.turn, r.status, r.value, r.reason, r.error, r.sub, r.warnings)
+                    for r in runs.scores(run_id, turns=True)]  # fmt: skip
+
+        assert len(rows(one.run.id)) >= sessions * 3 and rows(one.run.id) == rows(two.run.id)
+        assert one.summaries == two.summaries and two.run.items_done == two.run.n_items == sessions * 3
+        assert seen[0] == (0, sessions) and seen[-1] == (sessions, sessions)
+        assert 3 < len(seen) < 10  # once a batch of 500 sessions: the worker processes did the scoring
+
+        # Stopped between batches: what the workers scored is saved; the run resumes where it stopped.
+        checks = 0
+
+        def stop_soon() -> bool:
+            nonlocal checks
+            checks += 1
+            return checks >= 2
+
+        stopped = score_dataset(store, "many", specs, workers=2, resume=False, should_stop=stop_soon)
+        assert stopped.cancelled and 0 < stopped.run.items_done < sessions * 3
+        assert stopped.run.items_done % 3 == 0  # whole sessions
+        resumed = score_dataset(store, "many", specs, workers=2)
+        assert resumed.resumed and resumed.run.id == stopped.run.id and resumed.run.status == "done"
+        assert rows(resumed.run.id) == rows(one.run.id) and resumed.summaries == one.summaries
+
+
+def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_reference: Path) -> None:
+    """``evalcore score`` uses worker processes by default; ``--workers 1`` keeps to its own. Same output."""
+    sessions = PARALLEL_MIN + 100
+    src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
+    db = tmp_path / "cli.db"
+    with Store(db) as store:
+        assert import_file(store, src, "many").new == sessions
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"scores-{workers}.jsonl"
+        proc = subprocess.run(
+            [EVALCORE, "score", "--dataset", "many", "--metrics", "tool_call_accuracy,tool_call_f1", "--db", str(db),
+             "--new-run", "--workers", workers, "--output", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert f"{sessions} sessions of 'many'" in proc.stderr and f"n={sessions}" in proc.stdout
+        outputs.append((proc.stdout, out.read_text(encoding="utf-8")))
+    assert outputs[0] == outputs[1]
+    assert len(outputs[0][1].splitlines()) == sessions * 2
+    with Store(db) as store:
+        assert [r.status for r in Runs(store).recent("many")] == ["done", "done"]
