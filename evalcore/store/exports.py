@@ -1,7 +1,13 @@
 """Exporting a dataset, filtered, to any writable format, with the curated ground truth merged in.
 
-The file is streamed in import order; a manifest beside it (``OUT.manifest.json``) records the
-filters, the count, the format, the schema versions and the file's SHA-256.
+One code path makes an export's bytes: ``ExportStream`` serialises the matching sessions, in import
+order, into UTF-8 chunks, counting and hashing them as they go. Everything else consumes it: a file
+(``export_dataset``), any binary stream (``ExportStream.write_to``), or bytes in memory for a
+download (``ExportStream.read_all``) — the same bytes in each, for the same dataset, format and filters.
+
+A file export gets a manifest beside it (``OUT.manifest.json``) recording the filters, the count,
+the format, the schema versions and the file's SHA-256 (``manifest_bytes`` makes it, for a file or
+for a download).
 
 The guarantee: *a manifest present describes the data file beside it.* The data and the manifest
 are written to partial files, then put in place together (``evalcore.outputs.publish``): the old
@@ -12,19 +18,27 @@ export with its manifest. ``check_export`` verifies a file against its manifest 
 
 An export to a stream (a FIFO, ``/dev/stdout``, a character device) has no manifest: there is no
 file to describe, and a file beside ``/dev/stdout`` would land in ``/dev``.
+
+A run's scores are exported too, one row per (session, metric): ``score_records`` gives the rows,
+``scores_jsonl`` and ``scores_csv`` their bytes.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 from evalcore.errors import UsageError
 from evalcore.formats import get_format
+from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
 from evalcore.outputs import PendingOutput, publish
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
@@ -33,7 +47,24 @@ from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import StoredSession, now
 from evalcore.store.store import Store
 
-__all__ = ["ExportReport", "check_export", "export_dataset", "iter_sessions", "manifest_path"]
+__all__ = [
+    "SCORE_COLUMNS",
+    "ExportReport",
+    "ExportStream",
+    "check_export",
+    "export_dataset",
+    "iter_sessions",
+    "manifest_bytes",
+    "manifest_path",
+    "score_records",
+    "scores_csv",
+    "scores_jsonl",
+]
+
+#: The columns of a run's scores, in order: every JSON line has the first six, and ``parts`` and
+#: ``not_applicable`` when they apply; a CSV file has all eight.
+SCORE_COLUMNS = ("session_id", "position", "metric", "value", "reason", "error", "parts", "not_applicable")
+_CHUNK = 1 << 16  # bytes an export gathers before it hands them on
 
 
 @dataclass
@@ -68,6 +99,133 @@ def iter_sessions(
         yield from store.get_many(pks)
 
 
+def writable_format(name: str) -> Format:
+    """The format ``name``, which must be writable (a ``UsageError`` names the writable ones if not)."""
+    fmt = get_format(name)
+    if not fmt.writable:
+        writable = ", ".join(f.name for f in formats() if f.writable)
+        raise UsageError(f"{fmt.name} is read-only; write one of: {writable}")
+    return fmt
+
+
+class ExportStream:
+    """The bytes of one export of ``dataset`` (filtered) in format ``to``, made as they are read.
+
+    Iterate it (once) for UTF-8 chunks of about 64 KiB; ``count``, ``size`` and ``sha256`` describe
+    what has been made so far (the whole export once the iteration has ended). ``array`` writes one
+    JSON array (as a file named ``.json`` gets) instead of JSON Lines; ``limit`` stops after that
+    many sessions. The dataset, the format and a filter's run are checked when it is made, before
+    any byte: an unknown one is an error, not an empty export.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        dataset: str,
+        to: str,
+        filters: SessionFilter | None = None,
+        *,
+        array: bool = False,
+        limit: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> None:
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise UsageError(f"the limit must be a whole number from 0, got {limit!r}")
+        self.format = writable_format(to)
+        self.filters = filters or SessionFilter()
+        store.dataset_id(dataset)  # raises for an unknown dataset
+        if self.filters.run_id is not None:
+            from evalcore.store.runs import Runs
+
+            Runs(store).get(self.filters.run_id)  # an unknown run is an error, not an empty export
+        self.store = store
+        self.dataset = dataset
+        self.array = array
+        self.limit = limit
+        self.on_progress = on_progress
+        self.count = 0
+        self.size = 0
+        self._digest = hashlib.sha256()
+        self._started = False
+
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the bytes made so far."""
+        return self._digest.hexdigest()
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self._started:
+            raise UsageError("an export stream can be read once; make another for the same export")
+        self._started = True
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[bytes]:
+        text = io.StringIO()
+        writer = SessionWriter(text, self.format, array=self.array)
+        sessions = iter_sessions(self.store, self.dataset, self.filters, chunk=min(500, self.limit or 500))
+        for stored in itertools.islice(sessions, self.limit):
+            writer.write(stored.session)
+            self.count += 1
+            if self.on_progress and self.count % 500 == 0:
+                self.on_progress(self.count)
+            if text.tell() >= _CHUNK:
+                yield self._take(text)
+        writer.close()
+        if self.on_progress:
+            self.on_progress(self.count)
+        if text.tell():
+            yield self._take(text)
+
+    def _take(self, text: io.StringIO) -> bytes:
+        chunk = text.getvalue().encode("utf-8")
+        text.seek(0)
+        text.truncate()
+        self._digest.update(chunk)
+        self.size += len(chunk)
+        return chunk
+
+    def write_to(self, out: IO[bytes]) -> int:
+        """Write the whole export into the binary stream ``out``; return how many sessions it holds."""
+        for chunk in self:
+            out.write(chunk)
+        return self.count
+
+    def read_all(self) -> bytes:
+        """The whole export as bytes (held in memory: for a download). Gathered in a ``BytesIO``,
+        whose ``getvalue`` hands over its buffer: the peak is about the export's size, not twice it."""
+        out = io.BytesIO()
+        self.write_to(out)
+        return out.getvalue()
+
+
+def manifest_record(
+    dataset: str, to: str, file_name: str, filters: SessionFilter, *, count: int, size: int, sha256: str
+) -> dict[str, Any]:
+    """What a manifest says about an export: its dataset, format, file, filters, count, size and
+    SHA-256, the schema versions, and when it was made."""
+    return {
+        "dataset": dataset,
+        "format": to,
+        "file": file_name,
+        "filters": filters.as_dict(),
+        "count": count,
+        "bytes": size,
+        "sha256": sha256,
+        "store_schema_version": SCHEMA_VERSION,
+        "session_schema_version": MODEL_SCHEMA_VERSION,
+        "exported_at": now(),
+    }
+
+
+def manifest_bytes(export: ExportStream, file_name: str) -> bytes:
+    """The manifest of ``export`` (read to its end) for a data file called ``file_name``, as UTF-8."""
+    record = manifest_record(
+        export.dataset, export.format.name, file_name, export.filters,
+        count=export.count, size=export.size, sha256=export.sha256,
+    )  # fmt: skip
+    return (json.dumps(record, indent=2) + "\n").encode("utf-8")
+
+
 def export_dataset(
     store: Store,
     dataset: str,
@@ -79,15 +237,12 @@ def export_dataset(
 ) -> ExportReport:
     """Write ``dataset`` (filtered) to ``path`` in format ``to``; return what was written.
 
+    A JSON array when the name ends in ``.json`` (as ``writer_for`` writes), else JSON Lines.
     The file and its manifest appear together or not at all (see the module's docstring).
     """
-    fmt = get_format(to)
-    f = filters or SessionFilter()
-    store.dataset_id(dataset)  # raises for an unknown dataset before any file is made
-    if f.run_id is not None:
-        from evalcore.store.runs import Runs
-
-        Runs(store).get(f.run_id)  # an unknown run is an error, not an empty export
+    export = ExportStream(
+        store, dataset, to, filters, array=Path(path).suffix.lower() == ".json", on_progress=on_progress
+    )  # checks the dataset, the format and the run before any file is made
     outputs: list[PendingOutput] = []
     try:
         data = PendingOutput(path)
@@ -98,38 +253,16 @@ def export_dataset(
             outputs.append(manifest)
             if manifest.target.path == data.target.path:
                 raise UsageError(f"{path} and its manifest {manifest_path(path)} are the same file")
-        # A JSON array when the name ends in .json, as writer_for writes.
-        writer = SessionWriter(data.file, fmt, array=Path(path).suffix.lower() == ".json")
-        count = 0
-        for stored in iter_sessions(store, dataset, f):
-            writer.write(stored.session)
-            count += 1
-            if on_progress and count % 500 == 0:
-                on_progress(count)
-        writer.close()
+        export.write_to(data.file.buffer)
         data.close()
-        if on_progress:
-            on_progress(count)
         if manifest is not None:
-            record = {
-                "dataset": dataset,
-                "format": to,
-                "file": Path(path).name,
-                "filters": f.as_dict(),
-                "count": count,
-                "bytes": data.size,
-                "sha256": data.sha256,
-                "store_schema_version": SCHEMA_VERSION,
-                "session_schema_version": MODEL_SCHEMA_VERSION,
-                "exported_at": now(),
-            }
-            manifest.file.write(json.dumps(record, indent=2) + "\n")
+            manifest.file.buffer.write(manifest_bytes(export, Path(path).name))
         publish(*outputs)  # the manifest last: present only beside the data it describes
     finally:
         for out in outputs:
             out.discard()
     where = str(manifest_path(path)) if manifest is not None else None
-    return ExportReport(dataset, to, str(path), where, count, data.sha256)
+    return ExportReport(dataset, to, str(path), where, export.count, data.sha256)
 
 
 def check_export(path: str | os.PathLike[str]) -> str | None:
@@ -152,3 +285,53 @@ def check_export(path: str | os.PathLike[str]) -> str | None:
     if not isinstance(manifest, dict) or manifest.get("sha256") != digest.hexdigest():
         return f"{path} is not the file its manifest describes (SHA-256 differs)"
     return None
+
+
+# -- a run's scores -----------------------------------------------------------------------------
+
+
+def score_records(store: Store, run_id: int) -> Iterator[dict[str, Any]]:
+    """One record per (session, metric) of run ``run_id``, in session order: session_id, position,
+    metric, value, reason, error, with ``parts`` (a metric's sub-scores) and ``not_applicable: true``
+    only when they apply. An unknown run is a ``NotFoundError``."""
+    from evalcore.store.runs import Runs
+
+    runs = Runs(store)
+    runs.get(run_id)
+    for row in runs.scores(run_id):
+        record: dict[str, Any] = {
+            "session_id": row.session_id,
+            "position": row.position,
+            "metric": row.metric,
+            "value": row.value,
+            "reason": row.reason,
+            "error": row.error,
+        }
+        if row.sub:
+            record["parts"] = row.sub
+        if row.status == "not_applicable":
+            record["not_applicable"] = True
+        yield record
+
+
+def scores_jsonl(store: Store, run_id: int) -> bytes:
+    """Run ``run_id``'s scores as JSON Lines (UTF-8), one line per ``score_records`` record."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in score_records(store, run_id)).encode("utf-8")
+
+
+def scores_csv(store: Store, run_id: int) -> bytes:
+    """Run ``run_id``'s scores as CSV (UTF-8, a header row, RFC 4180 quoting and line ends): the
+    ``SCORE_COLUMNS``; ``parts`` as JSON, ``not_applicable`` as ``true`` or empty, a missing value empty.
+
+    Text is written as it is: a reason starting with ``=`` stays so (open it as data, not formulas).
+    """
+    text = io.StringIO()
+    out = csv.writer(text)
+    out.writerow(SCORE_COLUMNS)
+    for r in score_records(store, run_id):
+        parts = r.get("parts")
+        out.writerow([
+            r["session_id"], r["position"], r["metric"], r["value"], r["reason"], r["error"],
+            json.dumps(parts, ensure_ascii=False) if parts else None, "true" if r.get("not_applicable") else None,
+        ])  # fmt: skip
+    return text.getvalue().encode("utf-8")
