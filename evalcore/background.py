@@ -7,21 +7,35 @@ connection to the database. Errors become the job's error, never an exception in
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, UsageError
+from evalcore.judge import JudgeConfig
+from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.scoring import score_dataset
 from evalcore.store import ImportReport, Store, import_stream
 from evalcore.store.jobs import Job, Jobs
+from evalcore.store.queries import SessionFilter
+from evalcore.store.runs import Run, Runs
 
-__all__ = ["import_report", "start_import", "start_scoring", "wait_for"]
+__all__ = [
+    "cancel",
+    "cancel_requested",
+    "import_report",
+    "job_run",
+    "resume_run",
+    "start_import",
+    "start_scoring",
+    "wait_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +68,8 @@ def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[st
         jobs = Jobs(store)
         try:
             result = work(store, _Reporter(jobs, job_id))
+        except _Cancelled as exc:
+            jobs.fail(job_id, str(exc), exc.result)
         except EvalcoreError as exc:
             jobs.fail(job_id, str(exc))
         except Exception as exc:  # the job records it; the details go to the server's log
@@ -93,24 +109,128 @@ def start_import(
     return _start(store.path, job_id, work)
 
 
+#: Seconds between two looks at a job's cancel flag (a look is one small query).
+_CANCEL_EVERY = 0.2
+
+
+def _flag(job_id: int, what: str) -> str:
+    return f"job:{job_id}:{what}"
+
+
+def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
+    """Ask scoring job ``job_id`` to stop: its worker sees the flag between two sessions, saves what
+    it scored and marks its run ``cancelled`` (resume it to go on). Any tab or process may ask."""
+    Jobs(store).get(job_id)  # NotFoundError for no such job
+    store.set_meta(_flag(job_id, "cancel"), author or "someone")
+
+
+def cancel_requested(store: Store, job_id: int) -> bool:
+    """Whether someone asked job ``job_id`` to stop."""
+    return store.meta(_flag(job_id, "cancel")) is not None
+
+
+def job_run(store: Store, job_id: int) -> int | None:
+    """The run a scoring job works on (``None`` until it has one, or for an import)."""
+    value = store.meta(_flag(job_id, "run"))
+    return int(value) if value else None
+
+
+class _StopFlag:
+    """``should_stop`` for the scorer: the job's cancel flag, looked at every ``_CANCEL_EVERY`` seconds."""
+
+    def __init__(self, store: Store, job_id: int) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.last = 0.0
+        self.stop = False
+
+    def __call__(self) -> bool:
+        moment = time.monotonic()
+        if not self.stop and moment - self.last >= _CANCEL_EVERY:
+            self.last = moment
+            self.stop = cancel_requested(self.store, self.job_id)
+        return self.stop
+
+
+class _Cancelled(EvalcoreError):
+    """The job stopped because it was asked to; ``result`` says what it did until then."""
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _key(spec: SpecLike) -> str:
+    """A metric spec's key, for the job's label (a name as given stays as given: the job reports a bad one)."""
+    return spec if isinstance(spec, str) else MetricSpec.of(spec).key
+
+
 def start_scoring(
-    store: Store, dataset: str, metrics: list[str], *, author: str | None = None, new_run: bool = False
+    store: Store,
+    dataset: str,
+    metrics: Sequence[SpecLike],
+    *,
+    judge: JudgeConfig | None = None,
+    filters: SessionFilter | None = None,
+    author: str | None = None,
+    new_run: bool = False,
 ) -> int:
-    """Score ``dataset`` with ``metrics`` (deterministic ones, or judges configured from the environment)
-    on a worker thread; returns the job id."""
-    label = "score " + ", ".join(metrics)
+    """Score ``dataset`` with ``metrics`` (names, ``name:key=value``, ``{"name", "params"}``, metric
+    objects or specs) on a worker thread; returns the job id.
+
+    Judge metrics need ``judge`` (its key stays in memory, on the worker: never stored). The latest
+    unfinished run of the same metrics, selection and judge is resumed unless ``new_run``. The job's
+    progress counts sessions; the run's row counts its items as they are scored (``job_run``).
+    ``cancel`` stops it between two sessions.
+    """
+    specs = list(metrics)
+    names = [_key(s) for s in specs]
+    label = "score " + ", ".join(names)
     job_id = Jobs(store).create("score", dataset, label, author=author, unit="items")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
-        result = score_dataset(worker, dataset, list(metrics), resume=not new_run, on_progress=report)
-        return {
+        def started(run: Run) -> None:
+            worker.set_meta(_flag(job_id, "run"), str(run.id))
+
+        result = score_dataset(
+            worker,
+            dataset,
+            specs,
+            judge=judge,
+            filters=filters,
+            resume=not new_run,
+            on_progress=report,
+            should_stop=_StopFlag(worker, job_id),
+            on_start=started,
+        )
+        outcome = {
             "run": result.run.id,
             "sessions": result.sessions,
             "skipped": result.skipped,
             "summaries": [s.describe() for s in result.summaries],
+            "judge_requests": result.judge_requests,
+            "cancelled": result.cancelled,
         }
+        if result.cancelled:
+            raise _Cancelled(f"cancelled by {worker.meta(_flag(job_id, 'cancel'))}", outcome)
+        return outcome
 
     return _start(store.path, job_id, work)
+
+
+def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, author: str | None = None) -> int:
+    """Go on with run ``run_id`` (cancelled, failed, or stopped with the server) on a worker thread:
+    the same metrics, parameters and selection; the sessions it scored are skipped. Returns the job id."""
+    run = Runs(store).get(run_id)
+    if run.status == "done":
+        raise UsageError(f"run #{run_id} is finished: there is nothing to resume")
+    if run.judge_model and judge is None:
+        raise UsageError(f"run #{run_id} used the judge {run.judge_model}: name a judge model to resume it")
+    if judge is not None and run.judge_model and judge.model != run.judge_model:
+        judge = dataclasses.replace(judge, model=run.judge_model)  # the run's judge, or it would not resume
+    return start_scoring(
+        store, run.dataset, run.specs, judge=judge if run.judge_model else None, filters=run.filters, author=author
+    )
 
 
 def wait_for(store: Store, job_id: int, timeout: float = 60.0) -> Job:

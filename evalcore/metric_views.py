@@ -1,0 +1,729 @@
+"""What the Metrics page shows: the metrics by group with what each needs and how many sessions
+of the dataset have it, each metric's parameters as form fields, the judge's endpoint (never its
+key), an estimate of a judge run's calls, tokens and cost, a running job's live counts, and the
+dataset's past runs.
+
+Which sessions have what a metric needs is found with the metric's own rules
+(``evalcore.metrics.REQUIREMENTS``) on each session as the store reads it back, reviewers' edits
+included. That pass is the slow part on a large dataset (about 0.35 ms a session), so it is made
+once per dataset and kept: later looks read only the sessions edited, re-imported or added since
+(see ``needs_profile``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import types
+import typing
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from evalcore.errors import NotFoundError, UsageError
+from evalcore.judge import JudgeConfig
+from evalcore.metrics import REQUIREMENTS, Metric, create_metric, get_metric, metrics
+from evalcore.metrics.transcript import transcript
+from evalcore.schema import Session
+from evalcore.store import Store
+from evalcore.store.jobs import Job, Jobs
+from evalcore.store.runs import Runs
+
+__all__ = [
+    "ESTIMATE_NOTE",
+    "GROUPS",
+    "GROUP_TITLES",
+    "NEED_LABELS",
+    "Applicability",
+    "Estimate",
+    "JudgeView",
+    "MetricInfo",
+    "NeedsProfile",
+    "ParamField",
+    "ProgressView",
+    "applicability",
+    "estimate",
+    "estimate_rows",
+    "estimate_total",
+    "judge_config",
+    "judge_view",
+    "latest_scoring_job",
+    "metric_groups",
+    "needs_profile",
+    "param_fields",
+    "params_from_form",
+    "past_runs",
+    "picker_rows",
+    "progress_view",
+    "resumable_runs",
+]
+
+Group = Literal["deterministic", "LLM judge"]
+GROUPS: tuple[Group, ...] = ("deterministic", "LLM judge")
+#: Each group's name as a heading.
+GROUP_TITLES: dict[Group, str] = {"deterministic": "Deterministic", "LLM judge": "LLM judge"}
+
+#: What each need is, in words: "needs reference tool calls: 12 of 40 sessions have them".
+NEED_LABELS: dict[str, str] = {
+    "reference_tool_calls": "reference tool calls",
+    "reference": "a reference answer",
+    "expected_facts": "expected facts",
+    "expected_facts_or_response": "expected facts or an expected response",
+    "retrieved_context": "retrieved context",
+    "expected_retrieved_context": "expected retrieved context",
+    "reference_topics": "reference topics",
+    "rubrics": "rubrics of their own",
+    "context": "a context",
+    "expected_tool_usage": "expected tool usage on a turn",
+    "desired_outcome": "a reference answer, goal or expected facts",
+    "answer": "an assistant answer",
+    "user_message": "a user message",
+    "guidelines": "guidelines",
+}
+
+#: Needs a metric adds beyond its class's ``needs`` (its own ``missing``), and the parameter that lifts them.
+_EXTRA_NEEDS: dict[str, Callable[[Session], bool]] = {"guidelines": lambda s: bool(s.guidelines)}
+_CHECKS: tuple[tuple[str, Callable[[Session], bool]], ...] = (*REQUIREMENTS.items(), *_EXTRA_NEEDS.items())
+_BIT = {name: 1 << i for i, (name, _) in enumerate(_CHECKS)}
+
+
+# -- the metrics by group ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One registered metric as the picker lists it."""
+
+    name: str
+    description: str
+    group: Group
+    level: str  # "turn" or "session"
+    needs: tuple[str, ...]
+    has_params: bool
+
+    @property
+    def needs_text(self) -> str:
+        """What it needs, in words ("nothing" when nothing)."""
+        return ", ".join(NEED_LABELS.get(n, n) for n in self.needs) or "nothing"
+
+
+def _needs(cls: type[Metric], params: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """What ``cls`` needs with ``params``: its ``needs``, and guidelines for guideline adherence
+    unless global guidelines are given (its ``missing`` says so)."""
+    needs = tuple(cls.needs)
+    if "global_guidelines" in cls.model_fields and not (params or {}).get("global_guidelines"):
+        needs += ("guidelines",)
+    return needs
+
+
+def metric_groups() -> dict[Group, list[MetricInfo]]:
+    """Every registered metric, deterministic ones first, then LLM judges; by name within each."""
+    groups: dict[Group, list[MetricInfo]] = {g: [] for g in GROUPS}
+    for cls in metrics():
+        group: Group = "LLM judge" if cls.uses_judge else "deterministic"
+        groups[group].append(
+            MetricInfo(cls.name, cls.description, group, cls.level, _needs(cls), bool(cls.model_fields))
+        )
+    return groups
+
+
+# -- which sessions have what ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NeedsProfile:
+    """For one dataset: how many sessions have each combination of what metrics need."""
+
+    total: int
+    masks: dict[int, int]  # bit mask of the needs met -> number of sessions
+    pks_by_mask: dict[int, list[int]]  # the sessions behind each mask, in pk order
+    read: int = 0  # sessions read from the store for this look (the others were known, unchanged)
+    version: tuple[str, int, int] = ("", 0, 0)  # (database, dataset id, latest edit): what the counts are of
+
+    def count(self, needs: tuple[str, ...]) -> int:
+        """How many sessions have every one of ``needs``."""
+        want = _mask(needs)
+        return sum(n for mask, n in self.masks.items() if mask & want == want)
+
+    def have(self, need: str) -> int:
+        """How many sessions have ``need``."""
+        return self.count((need,))
+
+    def pks(self, needs: tuple[str, ...]) -> list[int]:
+        """The sessions that have every one of ``needs``, in pk order."""
+        want = _mask(needs)
+        return sorted(pk for mask, pks in self.pks_by_mask.items() if mask & want == want for pk in pks)
+
+
+def _mask(needs: tuple[str, ...]) -> int:
+    mask = 0
+    for need in needs:
+        mask |= _BIT[need]
+    return mask
+
+
+def session_mask(session: Session) -> int:
+    """The needs ``session`` meets, as bits."""
+    mask = 0
+    for name, check in _CHECKS:
+        if check(session):
+            mask |= _BIT[name]
+    return mask
+
+
+@dataclass
+class _Known:
+    """What earlier looks found in one dataset: each session's needs, as of edit ``edit_id``."""
+
+    edit_id: int
+    masks: dict[int, int]
+
+
+_cache: dict[tuple[str, int], _Known] = {}  # (database, dataset id) -> what is known
+_cache_lock = threading.Lock()
+_SIGNATURE = ",".join(name for name, _ in _CHECKS)  # the bits' meaning: a saved profile of other bits is not used
+
+
+def _saved(store: Store, dataset_id: int) -> _Known | None:
+    raw = store.meta(f"needs_profile:{dataset_id}")
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        if data["checks"] != _SIGNATURE:
+            return None
+        return _Known(int(data["edit_id"]), {int(pk): int(mask) for pk, mask in data["masks"]})
+    except (ValueError, KeyError, TypeError):  # a damaged entry: counted afresh
+        return None
+
+
+def needs_profile(store: Store, dataset: str) -> NeedsProfile:
+    """What the sessions of ``dataset`` have.
+
+    Counted once per dataset, then kept (in memory and in the store's ``meta`` table, so a restart
+    does not count again); each later look reads the dataset's session ids (an index) and the
+    sessions edited or re-imported since (every change to a session is an entry in ``edits``), and
+    only those sessions themselves.
+    """
+    dataset_id = store.dataset_id(dataset)
+    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
+    edit_id = int(store.db.execute("SELECT coalesce(max(id), 0) FROM edits").fetchone()[0])
+    key = (store.path, dataset_id)
+    with _cache_lock:
+        known = _cache.get(key)
+    known = known or _saved(store, dataset_id) or _Known(0, {})
+    masks = dict(known.masks)
+    stale = {pk for pk in pks if pk not in masks}
+    if known.edit_id < edit_id:
+        members = set(pks)
+        changed = store.db.execute("SELECT DISTINCT session_pk FROM edits WHERE id > ?", [known.edit_id])
+        stale |= {pk for (pk,) in changed if pk in members}
+    todo = sorted(stale)
+    for start in range(0, len(todo), 1000):
+        for stored in store.get_many(todo[start : start + 1000]):
+            masks[stored.pk] = session_mask(stored.session)
+    fresh = _Known(edit_id, {pk: masks[pk] for pk in pks if pk in masks})
+    with _cache_lock:
+        _cache[key] = fresh
+    if todo or len(fresh.masks) != len(known.masks) or known.edit_id != edit_id:
+        entry = {"checks": _SIGNATURE, "edit_id": edit_id, "masks": list(fresh.masks.items())}
+        store.set_meta(f"needs_profile:{dataset_id}", json.dumps(entry, separators=(",", ":")))
+    counts: Counter[int] = Counter()
+    pks_by_mask: dict[int, list[int]] = {}
+    for pk, mask in fresh.masks.items():
+        counts[mask] += 1
+        pks_by_mask.setdefault(mask, []).append(pk)
+    version = (store.path, dataset_id, edit_id)
+    return NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
+
+
+@dataclass(frozen=True)
+class Applicability:
+    """How many sessions of the dataset a metric can score, and, when not all, why not."""
+
+    metric: str
+    sessions: int
+    applicable: int
+    reason: str | None  # "needs reference tool calls: 12 of 40 sessions have them"
+
+    @property
+    def fraction(self) -> float:
+        """The share of sessions it can score (0 for an empty dataset)."""
+        return self.applicable / self.sessions if self.sessions else 0.0
+
+    @property
+    def text(self) -> str:
+        """``40 of 40`` or the reason."""
+        if self.reason:
+            return self.reason
+        return f"all {self.sessions:,}" if self.sessions else "no sessions"
+
+
+def applicability(profile: NeedsProfile, name: str, params: Mapping[str, Any] | None = None) -> Applicability:
+    """How far metric ``name`` (with ``params``) applies to the profiled dataset."""
+    needs = _needs(get_metric(name), params)
+    applicable = profile.count(needs)
+    reason = None
+    if applicable < profile.total:
+        short = [n for n in needs if profile.have(n) < profile.total]
+        parts = [f"{NEED_LABELS.get(n, n)}: {profile.have(n):,} of {profile.total:,} sessions have it" for n in short]
+        reason = "needs " + "; ".join(parts)
+        if len(short) > 1:
+            reason += f" ({applicable:,} have all)"
+    return Applicability(name, profile.total, applicable, reason)
+
+
+def picker_rows(profile: NeedsProfile, infos: list[MetricInfo]) -> list[dict[str, Any]]:
+    """The picker's table: each metric with what it measures, the share of sessions it applies to (0 to
+    1) and what it needs, with how many sessions have it when not all do."""
+    rows = []
+    for info in infos:
+        fit = applicability(profile, info.name)
+        rows.append({
+            "metric": info.name,
+            "applies to": fit.fraction,
+            "needs": fit.reason or info.needs_text,
+            "measures": info.description,
+        })  # fmt: skip
+    return rows
+
+
+# -- parameters as form fields -----------------------------------------------------------------
+
+FieldKind = Literal["bool", "choice", "int", "float", "text", "text_list", "mapping"]
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One parameter of a metric as a form field: a dotted ``name`` for a field of a nested model."""
+
+    name: str
+    label: str
+    kind: FieldKind
+    default: Any  # as the widget shows it: a text list one item a line, a mapping "key: value" a line
+    choices: tuple[Any, ...] = ()
+    description: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    required: bool = False
+
+
+def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
+    low = high = None
+    for rule in info.metadata:
+        for attr in ("ge", "gt"):
+            if getattr(rule, attr, None) is not None:
+                low = float(getattr(rule, attr))
+        for attr in ("le", "lt"):
+            if getattr(rule, attr, None) is not None:
+                high = float(getattr(rule, attr))
+    return low, high
+
+
+def _shown(kind: FieldKind, value: Any) -> Any:
+    if kind == "text_list":
+        return "\n".join(str(v) for v in value or [])
+    if kind == "mapping":
+        return "\n".join(f"{k}: {v}" for k, v in (value or {}).items())
+    return value
+
+
+def _fields_of(model: type[BaseModel], prefix: str = "") -> list[ParamField]:
+    found: list[ParamField] = []
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        origin = typing.get_origin(annotation)
+        default = None if info.is_required() else info.get_default(call_default_factory=True)
+        low, high = _bounds(info)
+        common = ParamField(
+            name=prefix + name,
+            label=(prefix + name).replace("_", " ").replace(".", ": "),
+            kind="text",
+            default=None,
+            description=info.description or "",
+            required=info.is_required(),
+        )
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found += _fields_of(annotation, f"{prefix}{name}.")
+            continue
+        if origin is Literal:
+            choices = typing.get_args(annotation)
+            found.append(replace(common, kind="choice", default=default, choices=choices))
+        elif annotation is bool:
+            found.append(replace(common, kind="bool", default=bool(default)))
+        elif annotation is int:
+            found.append(replace(common, kind="int", default=default, minimum=low, maximum=high))
+        elif annotation is float:
+            found.append(replace(common, kind="float", default=default, minimum=low, maximum=high))
+        elif origin is list:
+            found.append(replace(common, kind="text_list", default=_shown("text_list", default)))
+        elif origin is dict:
+            found.append(replace(common, kind="mapping", default=_shown("mapping", default)))
+        elif annotation is str or (origin in (typing.Union, types.UnionType) and str in typing.get_args(annotation)):
+            found.append(replace(common, default=default or ""))
+        else:  # a type no widget fits: edited as JSON text
+            found.append(replace(common, default=json.dumps(default)))
+    return found
+
+
+def param_fields(name: str) -> list[ParamField]:
+    """The form fields of metric ``name``'s parameters (its pydantic fields; nested models flattened)."""
+    return _fields_of(get_metric(name))
+
+
+def _parse_field(field: ParamField, value: Any) -> Any:
+    if field.kind == "text_list":
+        return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+    if field.kind == "mapping":
+        mapping: dict[str, str] = {}
+        for n, line in enumerate(str(value or "").splitlines(), 1):
+            if not line.strip():
+                continue
+            key, sep, text = line.partition(":")
+            if not sep or not key.strip():
+                raise UsageError(f"{field.label}: line {n} should read 'name: text', not {line.strip()!r}")
+            mapping[key.strip()] = text.strip()
+        return mapping
+    if field.kind == "text":
+        return str(value or "").strip()
+    return value
+
+
+def params_from_form(name: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters of metric ``name`` from its form's ``values`` (by field name), those left at
+    their default left out; checked by the metric itself (``UsageError`` naming the bad field)."""
+    params: dict[str, Any] = {}
+    for field in param_fields(name):
+        if field.name not in values:
+            continue
+        value = _parse_field(field, values[field.name])
+        if value == _parse_field(field, field.default) and not field.required:
+            continue
+        target = params
+        *path, last = field.name.split(".")
+        for part in path:
+            target = target.setdefault(part, {})
+        target[last] = value
+    metric = create_metric({"name": name, "params": params})  # validated: UsageError names the field
+    return metric.params()
+
+
+# -- the judge ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeView:
+    """The judge a run would use, as it may be shown: model, endpoint without credentials, and only
+    whether a key is set."""
+
+    model: str | None
+    base_url: str
+    key_note: str  # "key: set in environment" or "no key"
+
+    @property
+    def configured(self) -> bool:
+        """A model is named."""
+        return bool(self.model)
+
+
+def judge_config(model: str | None = None, base_url: str | None = None, **options: Any) -> JudgeConfig | None:
+    """The judge from the environment, with the model and base URL the page may override (never the
+    key: it comes from the environment only); ``None`` when no model is named."""
+    return JudgeConfig.from_env(
+        model=(model or "").strip() or None, base_url=(base_url or "").strip() or None, **options
+    )
+
+
+def judge_view(model: str | None = None, base_url: str | None = None) -> JudgeView:
+    """What the page shows of the judge (see ``judge_config``)."""
+    config = judge_config(model, base_url)
+    probe = config or judge_config("?", base_url)  # the endpoint and key as they would be, had a model been named
+    assert probe is not None
+    note = "key: set in environment" if probe.api_key else "no key"
+    return JudgeView(config.model if config else None, probe.public_url, note)
+
+
+# -- an estimate of a judge run ------------------------------------------------------------------
+
+#: Characters per token, for the estimate (English text averages about 4).
+CHARS_PER_TOKEN = 4
+#: Tokens of one judge answer, for the estimate: a JSON object with a reason of a sentence or two.
+OUTPUT_TOKENS_PER_CALL = 150
+#: Sessions read to estimate prompt sizes; the rest is extrapolated from them.
+ESTIMATE_SAMPLE = 200
+#: Characters of a turn judge's instructions and answer schema (the prompt is made inside the call).
+_TURN_INSTRUCTIONS = 900
+
+
+#: Prompt sizes measured for an estimate, by (profile version, metric, parameters, sample): a page
+#: asks again on every rerun, and the sessions have not changed.
+_measured: dict[tuple[Any, ...], tuple[int, int, int]] = {}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What running one judge metric over the dataset would take, estimated before running it.
+
+    Calls are exact for session judges (one per session it applies to) and counted from the turns
+    with an answer for turn judges (measured on a sample); tokens are the prompt's characters / 4
+    plus ``OUTPUT_TOKENS_PER_CALL`` per call, before any cached answer or repair; cost uses the
+    price table. A model with no price has no cost and a note saying so.
+    """
+
+    metric: str
+    sessions: int
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    note: str | None
+
+
+def _session_prompt_chars(metric: Metric, session: Session) -> tuple[int, int]:
+    """(calls, prompt characters) of one session."""
+    if metric.level == "session":
+        prompt = getattr(metric, "prompt", None)
+        shape = getattr(metric, "answer_shape", None)
+        if callable(prompt) and callable(shape):
+            try:
+                schema = json.dumps(shape(session).model_json_schema())
+                return 1, len(str(getattr(metric, "system", ""))) + len(schema) + len(prompt(session)) + 120
+            except Exception:  # an estimate never fails a page: fall back to the transcript's size
+                pass
+        return 1, _TURN_INSTRUCTIONS + len(transcript(session.messages))
+    calls = chars = 0
+    seen = 0
+    for turn in session.turns():
+        seen += sum(len(m.text or "") for m in turn.messages) + 20
+        if turn.answer is None:
+            continue
+        calls += 1
+        chars += _TURN_INSTRUCTIONS + len(session.context or "") + seen + len(turn.truth.ground_truth or "")
+    return calls, chars
+
+
+def estimate(
+    store: Store,
+    profile: NeedsProfile,
+    spec: str | dict[str, Any] | Metric,
+    config: JudgeConfig | None,
+    *,
+    model: str | None = None,
+    sample: int = ESTIMATE_SAMPLE,
+) -> Estimate:
+    """Calls, tokens and cost of judge metric ``spec`` over the profiled dataset (see ``Estimate``)."""
+    metric = create_metric(spec)
+    pks = profile.pks(_needs(type(metric), metric.params()))
+    memo = (profile.version, profile.total, metric.key(), json.dumps(metric.params(), sort_keys=True), sample)
+    with _cache_lock:
+        measured = _measured.get(memo)
+    if measured is None:
+        step = max(1, math.ceil(len(pks) / sample)) if pks else 1
+        picked = pks[::step][:sample]
+        calls = chars = 0
+        for stored in store.get_many(picked):
+            n, c = _session_prompt_chars(metric, stored.session)
+            calls += n
+            chars += c
+        measured = (calls, chars, len(picked))
+        with _cache_lock:
+            if len(_measured) >= 256:  # older versions of the data: forgotten
+                _measured.clear()
+            _measured[memo] = measured
+    calls, chars, seen = measured
+    scale = len(pks) / seen if seen else 0.0
+    total_calls = round(calls * scale)
+    tokens_in = round(chars * scale / CHARS_PER_TOKEN)
+    tokens_out = total_calls * OUTPUT_TOKENS_PER_CALL
+    name = model or (config.model if config else None)
+    cost: float | None = None
+    note = None
+    if name is None:
+        note = "no judge model named"
+    else:
+        prices = config.prices if config else {}
+        price = prices.get(name)
+        if price is None:
+            note = f"no price for model {name}"
+        else:
+            cost = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    return Estimate(metric.key(), len(pks), total_calls, tokens_in, tokens_out, cost, note)
+
+
+#: How the estimate is made, for the page to say under it.
+ESTIMATE_NOTE = (
+    f"An estimate: prompts measured on up to {ESTIMATE_SAMPLE} sessions at {CHARS_PER_TOKEN} characters a token, "
+    f"{OUTPUT_TOKENS_PER_CALL} tokens an answer; answers already in the judge's cache cost nothing, repairs and "
+    "retries cost more."
+)
+
+
+def estimate_rows(estimates: list[Estimate]) -> list[dict[str, Any]]:
+    """The estimate's table: one row per judge metric."""
+    return [
+        {"metric": e.metric, "calls": e.calls, "tokens in": e.input_tokens, "tokens out": e.output_tokens,
+         "cost": e.cost}
+        for e in estimates
+    ]  # fmt: skip
+
+
+def estimate_total(estimates: list[Estimate]) -> str:
+    """All the estimates in one line: ``About 80 calls, 12,400 tokens, $0.0031.``"""
+    calls = sum(e.calls for e in estimates)
+    tokens = sum(e.input_tokens + e.output_tokens for e in estimates)
+    costs = [e.cost for e in estimates]
+    text = f"About {calls:,} calls, {tokens:,} tokens"
+    if costs and all(c is not None for c in costs):
+        text += f", ${sum(c or 0.0 for c in costs):,.4f}."
+    else:
+        notes = sorted({e.note for e in estimates if e.note})
+        text += f"; cost unknown ({'; '.join(notes)})." if notes else "."
+    return text
+
+
+# -- a running job --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProgressView:
+    """A scoring job as the page follows it: the bar's fraction and text, and the live counts."""
+
+    job_id: int
+    run_id: int | None
+    status: str  # "running", "done", "cancelled", "failed" or "stalled"
+    fraction: float
+    sessions_done: int
+    sessions_total: int
+    done: int  # (session, metric) items scored
+    failed: int
+    not_applicable: int
+    items: int
+    message: str
+
+    @property
+    def active(self) -> bool:
+        """Still going."""
+        return self.status == "running"
+
+    @property
+    def counts(self) -> str:
+        """``120 done · 3 failed · 17 not applicable``."""
+        return f"{self.done:,} done · {self.failed:,} failed · {self.not_applicable:,} not applicable"
+
+    @property
+    def counts_markdown(self) -> str:
+        """The sessions and the items' counts in one line, the figures in bold (markdown; only numbers)."""
+        return (
+            f"Sessions **{self.sessions_done:,}** of {self.sessions_total:,} · items **{self.done:,}** done · "
+            f"**{self.failed:,}** failed · **{self.not_applicable:,}** not applicable"
+            + (f" of {self.items:,}" if self.items else "")
+        )
+
+
+def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
+    """How far scoring job ``job`` (whose run is ``run_id``, once it exists) has come."""
+    done = failed = na = items = 0
+    if run_id is not None:
+        try:
+            live = Runs(store).progress(run_id)
+        except NotFoundError:  # the run was deleted with its dataset
+            pass
+        else:
+            items, done, failed, na = live.n_items, live.n_done, live.n_failed, live.n_not_applicable
+    status = job.status
+    cancelled = job.status == "failed" and (job.error or "").startswith("cancelled")
+    if cancelled:
+        status = "cancelled"
+    elif job.stalled:
+        status = "stalled"
+    fraction = job.fraction if job.total or job.status == "done" else 0.0
+    if status == "running":
+        message = f"Scoring: {job.done:,} of {job.total:,} sessions" if job.total else "Starting the run…"
+    elif status == "done":
+        message = f"Done: {job.total:,} sessions scored" + (f" (run #{run_id})" if run_id else "")
+    elif status == "cancelled":
+        message = f"Cancelled after {job.done:,} of {job.total:,} sessions; resume it below to go on"
+    elif status == "stalled":
+        message = "The scoring stopped without a word (the server was restarted?); resume it below"
+    else:
+        message = f"Failed: {job.error}"
+    return ProgressView(job.id, run_id, status, fraction, job.done, job.total, done, failed, na, items, message)
+
+
+def latest_scoring_job(store: Store, dataset: str) -> Job | None:
+    """The dataset's latest scoring job (running or not), if any."""
+    return next((job for job in Jobs(store).recent(dataset, limit=50) if job.kind == "score"), None)
+
+
+# -- past runs --------------------------------------------------------------------------------------
+
+
+def _duration(start: str | None, end: str | None) -> str:
+    if not start or not end:
+        return ""
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except ValueError:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str, Any]]:
+    """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
+    applicable, judge calls and cost (summed over the session scores), duration and status."""
+    dataset_id = store.dataset_id(dataset)
+    rows = store.db.execute(
+        "SELECT id, metrics, judge_model, status, started_at, finished_at, n_items, n_done, n_failed, "
+        "n_not_applicable FROM runs WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
+        [dataset_id, limit],
+    ).fetchall()
+    ids = [r[0] for r in rows]
+    spent: dict[int, tuple[int | None, float | None, str | None]] = {}
+    if ids:
+        marks = ",".join("?" * len(ids))
+        for run_id, calls, cost, last in store.db.execute(
+            f"SELECT run_id, sum(calls), sum(cost), max(created_at) FROM scores WHERE run_id IN ({marks}) "
+            "AND turn = -1 GROUP BY run_id",
+            ids,
+        ):
+            spent[run_id] = (calls, cost, last)
+    result = []
+    for run_id, names, model, status, started, finished, items, done, failed, na in rows:
+        calls, cost, last = spent.get(run_id, (None, None, None))
+        result.append({
+            "run": run_id,
+            "started": started[:19].replace("T", " ") if started else "",
+            "status": status,
+            "metrics": ", ".join(json.loads(names)),
+            "judge": model or "",
+            "items": items,
+            "done": done,
+            "failed": failed,
+            "not applicable": na,
+            "judge calls": calls,
+            "cost": cost,
+            "duration": _duration(started, finished or last),
+        })  # fmt: skip
+    return result
+
+
+def resumable_runs(rows: list[dict[str, Any]], active_run: int | None) -> list[dict[str, Any]]:
+    """Of ``past_runs``' rows, the runs that can go on: cancelled, failed, or left running by a worker
+    that is gone (not ``active_run``, the one a job works on now); each with a ``label`` to pick it by."""
+    found = []
+    for row in rows:
+        if row["status"] in ("cancelled", "failed") or (row["status"] == "running" and row["run"] != active_run):
+            scored = row["done"] + row["failed"] + row["not applicable"]
+            label = f"#{row['run']} {row['metrics']} ({row['status']}, {scored:,} of {row['items']:,} items)"
+            found.append({**row, "label": label})
+    return found

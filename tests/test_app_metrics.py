@@ -1,0 +1,212 @@
+"""The Metrics page through AppTest on a real SQLite file: pick metrics, see what they need, set
+parameters, run in the background and watch the counts, cancel and resume, and judge metrics
+against the loopback OpenAI server, faults included."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from apptest_util import (
+    all_text,
+    app,
+    db_fixture,  # noqa: F401
+    navigation_v2_fixture,  # noqa: F401
+    run,
+    store_fixture,  # noqa: F401
+    template_db_fixture,  # noqa: F401
+    texts,
+)
+from openai_server import FakeOpenAI
+from streamlit.testing.v1 import AppTest
+
+from evalcore import background
+from evalcore.store import Store
+from evalcore.store.jobs import Jobs
+from evalcore.store.runs import Runs
+
+SECRET = "sk-test-never-shown-4242"
+
+
+def open_metrics(dataset: str = "shop") -> AppTest:
+    at = run(app(dataset=dataset))
+    at.switch_page("pages/metrics.py")
+    run(at)
+    at._page_hash = ""  # stay where the app is on later runs (see apptest_util.open_page)
+    return at
+
+
+def latest_job(store: Store, dataset: str) -> int:
+    return next(j.id for j in Jobs(store).recent(dataset) if j.kind == "score")
+
+
+def finish(at: AppTest, store: Store, dataset: str) -> Any:
+    """Wait for the page's job to end, then run the page again, as its fragment would."""
+    job = background.wait_for(store, latest_job(store, dataset), timeout=120)
+    run(at)
+    return job
+
+
+def counts_line(at: AppTest) -> str:
+    return next(m for m in texts(at, "markdown") if m.startswith("Sessions **"))
+
+
+@pytest.fixture
+def judge_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("EVALCORE_JUDGE_MODEL", "gpt-4o-mini")
+        monkeypatch.setenv("EVALCORE_BASE_URL", server.url)
+        monkeypatch.setenv("EVALCORE_API_KEY", SECRET)
+        monkeypatch.delenv("EVALCORE_JUDGE_BASE_URL", raising=False)
+        yield server
+
+
+def test_the_page_lists_metrics_by_group_with_what_they_need(db: Path) -> None:
+    at = open_metrics("review")
+    assert at.title[0].value == "Metrics"
+    assert [t.label for t in at.tabs] == ["Deterministic (14)", "LLM judge (15)"]
+    tables = [t.value for t in at.dataframe]
+    deterministic = tables[0].set_index("metric")
+    assert deterministic.loc["turn_count", "needs"] == "nothing"
+    # review has 3 sessions, none with reference tool calls; one with a reference answer.
+    assert deterministic.loc["tool_call_accuracy", "needs"] == "needs reference tool calls: 0 of 3 sessions have it"
+    assert deterministic.loc["exact_match", "applies to"] == pytest.approx(1 / 3)
+    assert deterministic.loc["turn_count", "applies to"] == 1.0
+    judges = tables[1].set_index("metric")
+    assert "instance_rubric_score" in judges.index and judges.loc["instance_rubric_score", "applies to"] == 1 / 3
+    assert at.button(key="run").disabled  # nothing picked yet
+
+
+def test_run_deterministic_metrics_and_see_the_counts_and_the_run(db: Path, store: Store) -> None:
+    at = open_metrics("shop")
+    before = len(Runs(store).recent("shop"))
+    at.multiselect(key="pick_deterministic").set_value(["turn_count", "exact_match", "rouge"])
+    run(at)
+    assert [e.label for e in at.expander] == ["rouge", "Calls"]  # only rouge has parameters; the judge's calls
+    at.selectbox(key="param:rouge:rouge_type").set_value("rouge1")
+    run(at)
+    assert "No judge metric picked: this run calls no model." in texts(at, "caption")
+    at.button(key="run").click()
+    run(at)
+    job = finish(at, store, "shop")
+    assert job.status == "done", job.error
+    runs = Runs(store).recent("shop")
+    assert len(runs) == before + 1
+    new = runs[0]
+    assert new.metrics == ["turn_count", "exact_match", "rouge:rouge_type=rouge1"]
+    # shop: 30 sessions, a reference on 10: exact match and rouge apply to 10 each.
+    assert (new.n_items, new.n_done, new.n_failed, new.n_not_applicable) == (90, 50, 0, 40)
+    assert counts_line(at) == ("Sessions **30** of 30 · items **50** done · **0** failed · **40** not applicable of 90")
+    assert any("Done: 30 sessions scored" in s for s in texts(at, "success"))
+    past = at.dataframe[-1].value
+    assert (
+        past.iloc[0]["run"] == new.id and past.iloc[0]["metrics"] == "turn_count, exact_match, rouge:rouge_type=rouge1"
+    )
+    assert (past.iloc[0]["done"], past.iloc[0]["not applicable"], past.iloc[0]["status"]) == (50, 40, "done")
+
+
+def test_bad_parameters_block_the_run_with_a_message(db: Path) -> None:
+    at = open_metrics("shop")
+    at.multiselect(key="pick_llm_judge").set_value(["aspect_critique"])
+    run(at)
+    assert any("aspect_critique: aspect" in e for e in texts(at, "error"))
+    assert at.button(key="run").disabled
+    at.text_input(key="param:aspect_critique:aspect").input("polite")
+    at.text_input(key="param:aspect_critique:definition").input("Is the assistant polite?")
+    run(at)
+    assert not texts(at, "error")
+
+
+def test_judge_metrics_run_against_the_loopback_server(db: Path, store: Store, judge_env: FakeOpenAI) -> None:
+    at = open_metrics("shop")
+    assert at.text_input(key="judge_model").value == "gpt-4o-mini"
+    assert at.text_input(key="judge_base_url").value == judge_env.url
+    assert any(c.startswith("key: set in environment") for c in texts(at, "caption"))
+    at.multiselect(key="pick_llm_judge").set_value(["safety"])
+    run(at)
+    estimate = at.dataframe[-2].value  # the estimate, above the past runs
+    assert list(estimate["metric"]) == ["safety"] and estimate.iloc[0]["calls"] == 30
+    assert estimate.iloc[0]["cost"] > 0
+    assert any(c.startswith("About 30 calls") for c in texts(at, "caption"))
+    at.button(key="run").click()
+    run(at)
+    job = finish(at, store, "shop")
+    assert job.status == "done", job.error
+    new = Runs(store).recent("shop")[0]
+    assert new.judge_model == "gpt-4o-mini" and new.n_done == 30 and new.n_failed == 0
+    assert len(judge_env.requests) == 30
+    row = at.dataframe[-1].value.iloc[0]
+    assert row["judge calls"] == 30 and row["cost"] > 0 and row["judge"] == "gpt-4o-mini"
+    assert SECRET not in all_text(at)
+    assert SECRET.encode() not in Path(db).read_bytes()
+
+
+def test_judge_faults_are_counted_as_failures_not_a_crash(db: Path, store: Store, judge_env: FakeOpenAI) -> None:
+    at = open_metrics("shop")
+    at.multiselect(key="pick_llm_judge").set_value(["safety"])
+    run(at)
+    at.number_input(key="judge_retries").set_value(0)  # a 500 fails its item at once
+    run(at)
+    judge_env.queue("500", "garbage", "500", "garbage")  # each fails the item it answers (no retry)
+    at.button(key="run").click()
+    run(at)
+    job = finish(at, store, "shop")
+    assert job.status == "done", job.error
+    new = Runs(store).recent("shop")[0]
+    assert (new.n_done, new.n_failed) == (26, 4)
+    assert "**4** failed" in counts_line(at)
+    errors = [r.error or "" for r in Runs(store).scores(new.id) if r.status == "error"]
+    assert len(errors) == 4 and any("HTTP 500" in e for e in errors) and any("not JSON" in e for e in errors)
+    assert at.dataframe[-1].value.iloc[0]["failed"] == 4
+    # The endpoint is changed on the page (never the key): a closed port fails every item, still no crash.
+    at.text_input(key="judge_base_url").input("http://127.0.0.1:9/v1")
+    at.checkbox(key="new_run").check()
+    run(at)
+    at.button(key="run").click()
+    run(at)
+    job = finish(at, store, "shop")
+    assert job.status == "done", job.error
+    closed = Runs(store).recent("shop")[0]
+    assert (closed.n_done, closed.n_failed) == (0, 30)
+    assert SECRET not in all_text(at)
+
+
+def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> None:
+    judge_env.latency = 0.2  # slow enough to cancel in the middle (one call at a time: 6 s in all)
+    at = open_metrics("shop")
+    at.multiselect(key="pick_llm_judge").set_value(["relevance_to_query"])
+    run(at)
+    at.number_input(key="judge_concurrency").set_value(1)
+    run(at)
+    at.button(key="run").click()
+    run(at)
+    job_id = latest_job(store, "shop")
+    (bar,) = at.get("progress")  # the fragment's bar, with the live counts under it
+    assert re.fullmatch(r"Scoring: \d+ of 30 sessions|Starting the run…", bar.proto.text), bar.proto.text
+    assert counts_line(at).startswith("Sessions **")
+    at.button(key="cancel_run").click()
+    run(at)
+    assert "Stopping after the sessions in hand…" in texts(at, "caption") or not Jobs(store).get(job_id).active
+    job = background.wait_for(store, job_id, timeout=60)
+    assert job.status == "failed" and (job.error or "").startswith("cancelled")
+    cancelled = Runs(store).recent("shop")[0]
+    assert cancelled.status == "cancelled" and cancelled.n_done < 30
+    run(at)
+    assert any("Cancelled after" in w for w in texts(at, "warning"))
+    assert at.dataframe[-1].value.iloc[0]["status"] == "cancelled"
+    assert str(cancelled.id) in at.selectbox(key="resume_pick").format_func(cancelled.id)
+    judge_env.latency = 0.0
+    at.button(key="resume").click()
+    run(at)
+    job = finish(at, store, "shop")
+    assert job.status == "done", job.error
+    resumed = Runs(store).get(cancelled.id)
+    assert resumed.status == "done" and resumed.n_done == 30
+    assert Runs(store).recent("shop")[0].id == cancelled.id  # the same run went on, no new one
+    # Every session asked once, but for the calls in flight when it stopped (their answers were not kept).
+    assert 30 <= len(judge_env.requests) <= 32
+    assert json.loads(json.dumps(job.result))["skipped"] > 0
