@@ -33,8 +33,16 @@ _shared.PAGES.update(
     datasets=st.Page("pages/datasets.py", title="Datasets", icon=":material/database:", default=True),
     sessions=st.Page("pages/sessions.py", title="Sessions", icon=":material/table_rows:", url_path="sessions"),
     review=st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+    metrics=st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
+    dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
+    export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
 )
-navigation = st.navigation({"Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")]})
+navigation = st.navigation(
+    {
+        "Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")],
+        "Scores": [_shared.PAGES[k] for k in ("metrics", "dashboard", "export") if k in _shared.PAGES],
+    }
+)
 
 # The current dataset: a deep link wins, then the last choice, then the first dataset. The URL always
 # carries the current dataset, so only a link that differs from what the last run put there is new

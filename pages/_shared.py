@@ -141,3 +141,26 @@ def report_error(exc: Exception) -> None:
 def plural(n: int, word: str) -> str:
     """``1 chunk``, ``3 chunks``, ``1,200 chunks``."""
     return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+#: The Sessions page's filter widgets (their keys) and the value each has when it filters nothing.
+SESSION_FILTERS: dict[str, Any] = {
+    "f_status": [],
+    "f_tags": [],
+    "f_assistant": "any",
+    "f_truth": "any",
+    "f_search": "",
+    "f_run": None,
+    "f_metric": None,
+    "f_min": None,
+    "f_max": None,
+}
+
+
+def show_sessions(**wanted: Any) -> None:
+    """Go to Sessions filtered by ``wanted`` (its widget keys without ``f_``: ``run``, ``metric``, ``min``,
+    ``max``, ``assistant``...), every other filter cleared: a drill-down from a chart."""
+    for key, empty in SESSION_FILTERS.items():
+        st.session_state[key] = wanted.get(key[2:], empty)
+    st.session_state["page_number"] = 1
+    st.switch_page(PAGES["sessions"])

@@ -1,0 +1,229 @@
+"""Plotly figures for the Dashboard, drawn from what ``evalcore.dashboard`` computed (no computing here:
+each function lays out given numbers). One calm look: small margins, one blue, status colours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from evalcore.agreement import Agreement
+from evalcore.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
+from evalcore.review.tables import session_label
+
+BLUE = "#2f62c7"
+GREY = "#9aa3b2"
+STATUS_COLOURS = {
+    "todo": "#c3c8d1",
+    "in_progress": "#7aa0e0",
+    "approved": "#2e9d5b",
+    "rejected": "#d0473d",
+    "flagged": "#e0a31a",
+}
+FONT = {"family": "Source Sans, sans-serif", "size": 12, "color": "#31333f"}
+
+
+def _layout(fig: go.Figure, *, height: int = 260, **extra: Any) -> go.Figure:
+    extra.setdefault("showlegend", False)
+    extra.setdefault("margin", {"l": 8, "r": 8, "t": 8, "b": 8})
+    fig.update_layout(
+        height=height,
+        font=FONT,
+        plot_bgcolor="white",
+        paper_bgcolor="white",
+        bargap=0.12,
+        hoverlabel={"font": FONT, "bgcolor": "white"},
+        clickmode="event+select",
+        dragmode=False,
+        **extra,
+    )
+    fig.update_xaxes(showgrid=False, linecolor="#d5d8de", ticks="outside", tickcolor="#d5d8de", automargin=True)
+    fig.update_yaxes(gridcolor="#eef0f3", zeroline=False, automargin=True)
+    return fig
+
+
+def histogram(d: Distribution) -> go.Figure:
+    """The distribution's bars on the metric's axis, the mean a dotted line (click a bar: its sessions)."""
+    fig = go.Figure(
+        go.Bar(
+            x=[(b.low + b.high) / 2 for b in d.bins],
+            y=[b.count for b in d.bins],
+            width=[(b.high - b.low) * 0.92 for b in d.bins],
+            marker_color=BLUE,
+            customdata=[b.label for b in d.bins],
+            hovertemplate="%{customdata}: %{y:,} sessions<extra>click to see them</extra>",
+        )
+    )
+    if d.summary.mean is not None:
+        fig.add_vline(x=d.summary.mean, line={"color": "#31333f", "dash": "dot", "width": 1})
+        fig.add_annotation(
+            text=f"mean {d.summary.mean:.3f}", x=d.summary.mean, y=1.06, yref="paper", showarrow=False, xanchor="left"
+        )
+    return _layout(fig, xaxis_title=d.metric, yaxis_title="sessions", margin={"l": 8, "r": 8, "t": 22, "b": 8})
+
+
+def by_assistant(groups: list[Group], metric: str) -> go.Figure:
+    """Each assistant's mean with its interval (click a bar: that assistant's sessions)."""
+    shown = [g for g in groups if g.summary.mean is not None]
+    means = [g.summary.mean or 0.0 for g in shown]
+    fig = go.Figure(
+        go.Bar(
+            y=[g.label for g in shown],
+            x=means,
+            orientation="h",
+            marker_color=BLUE,
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [(g.summary.ci_high or m) - m for g, m in zip(shown, means, strict=True)],
+                "arrayminus": [m - (g.summary.ci_low or m) for g, m in zip(shown, means, strict=True)],
+                "color": "#31333f",
+                "thickness": 1.2,
+            },
+            customdata=[g.summary.count for g in shown],
+            hovertemplate="%{y}: %{x:.3f} (n=%{customdata:,})<extra>click to see them</extra>",
+        )
+    )
+    return _layout(fig, height=max(140, 60 + 34 * len(shown)), xaxis_title=f"mean {metric}", yaxis_type="category")
+
+
+def paired(c: Comparison) -> go.Figure:
+    """Run B against run A: one circle per pair of values, its size the number of sessions."""
+    most = max((n for _, _, n in c.points), default=1)
+    values = [v for a, b, _ in c.points for v in (a, b)]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    fig = go.Figure(
+        go.Scatter(
+            x=[a for a, _, _ in c.points],
+            y=[b for _, b, _ in c.points],
+            mode="markers",
+            marker={
+                "size": [8 + 28 * (n / most) ** 0.5 for _, _, n in c.points],
+                "color": [BLUE if b >= a else "#d0473d" for a, b, _ in c.points],
+                "opacity": 0.75,
+                "line": {"width": 0},
+            },
+            customdata=[n for _, _, n in c.points],
+            hovertemplate="run #" + str(c.run_a) + ": %{x}<br>run #" + str(c.run_b) + ": %{y}<br>"
+            "%{customdata:,} sessions<extra>click to list them</extra>",
+        )
+    )
+    fig.add_shape(type="line", x0=low, y0=low, x1=high, y1=high, line={"color": GREY, "dash": "dot", "width": 1})
+    return _layout(fig, height=300, xaxis_title=f"run #{c.run_a}", yaxis_title=f"run #{c.run_b}")
+
+
+def differences(c: Comparison) -> go.Figure:
+    """How the differences (B - A) spread: below zero got worse."""
+    diffs = c.spread
+    xs = [d for d, _ in diffs]
+    gaps = [b - a for a, b in zip(xs, xs[1:], strict=False) if b > a]
+    reach = max([abs(x) for x in xs] + [0.5])
+    width = min([0.8 * g for g in gaps] + [reach * 0.06])
+    fig = go.Figure(
+        go.Bar(
+            x=xs,
+            y=[n for _, n in diffs],
+            width=[width] * len(xs),
+            marker_color=["#d0473d" if d < 0 else GREY if d == 0 else BLUE for d in xs],
+            hovertemplate="%{x:+.3f}: %{y:,} sessions<extra></extra>",
+        )
+    )
+    return _layout(
+        fig, height=300, xaxis_title=f"run #{c.run_b} − run #{c.run_a}", yaxis_title="sessions",
+        xaxis_range=[-reach * 1.1, reach * 1.1],
+    )  # fmt: skip
+
+
+def heatmap(h: Heatmap) -> go.Figure:
+    """Sessions x metrics, coloured on each metric's scale, the raw value in the cell (click: Review)."""
+    text = [["—" if v is None else f"{v:.3g}" for v in row] for row in h.values]
+    fig = go.Figure(
+        go.Heatmap(
+            z=h.scaled,
+            x=h.metrics,
+            y=[session_label(ref) for _, ref in h.sessions],
+            text=text,
+            texttemplate="%{text}",
+            colorscale=[[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="%{y} · %{x}: %{text}<extra>click to review</extra>",
+        )
+    )
+    # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
+    refs = [session_label(ref) for _, ref in h.sessions]
+    fig.add_trace(
+        go.Scatter(
+            x=[m for _ in refs for m in h.metrics],
+            y=[ref for ref in refs for _ in h.metrics],
+            mode="markers",
+            marker={"symbol": "square", "size": 22, "opacity": 0.01, "color": "white"},
+            hoverinfo="none",
+        )
+    )
+    fig = _layout(
+        fig, height=60 + 24 * len(h.sessions), yaxis_type="category", xaxis_type="category",
+        yaxis_range=[len(refs) - 0.5, -0.5], xaxis_range=[-0.5, len(h.metrics) - 0.5],
+    )  # fmt: skip
+    fig.update_xaxes(side="top")
+    return fig
+
+
+def progress_by_day(p: ReviewProgress) -> go.Figure:
+    """Statuses set per day, stacked."""
+    fig = go.Figure(
+        [
+            go.Bar(x=p.days, y=p.by_day[s], name=s, marker_color=STATUS_COLOURS[s])
+            for s in ("approved", "rejected", "flagged", "in_progress", "todo")
+        ]
+    )
+    return _layout(fig, barmode="stack", showlegend=True, legend={"orientation": "h", "y": 1.12}, xaxis_type="category")
+
+
+def progress_by_reviewer(p: ReviewProgress) -> go.Figure:
+    """Statuses set by each reviewer, stacked."""
+    fig = go.Figure(
+        [
+            go.Bar(y=p.reviewers, x=p.by_reviewer[s], name=s, orientation="h", marker_color=STATUS_COLOURS[s])
+            for s in ("approved", "rejected", "flagged", "in_progress", "todo")
+        ]
+    )
+    return _layout(
+        fig,
+        height=max(140, 70 + 30 * len(p.reviewers)),
+        barmode="stack",
+        showlegend=True,
+        legend={"orientation": "h", "y": 1.2},
+        yaxis_type="category",
+    )
+
+
+def confusion(a: Agreement) -> go.Figure:
+    """The judge's categories (rows) against the reviewers' (columns), each cell its count."""
+    names = ["fail", "pass"] if a.kind == "binary" else [str(c) for c in a.categories]
+    counts = [list(row) for row in a.confusion]
+    most = max((n for row in counts for n in row), default=0) or 1
+    fig = go.Figure(
+        go.Heatmap(
+            z=[[n / most for n in row] for row in counts],
+            x=names,
+            y=names,
+            text=[[f"{n:,}" for n in row] for row in counts],
+            texttemplate="%{text}",
+            colorscale=[[0, "#f4f6fa"], [1, BLUE]],
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="judge %{y}, reviewers %{x}: %{text} sessions<extra></extra>",
+        )
+    )
+    side = 70 + 34 * len(names)
+    return _layout(
+        fig, height=side, xaxis_title="reviewers", yaxis_title="judge", xaxis_type="category",
+        yaxis_type="category", yaxis_autorange="reversed",
+    )  # fmt: skip

@@ -1,0 +1,112 @@
+"""The Dashboard page, run for real with AppTest on a real SQLite file: runs and metrics chosen, the
+summary, the comparison of two runs, the heatmap, review progress. (Clicks on the charts themselves are
+driven in the browser: tests/e2e/test_dashboard_browser.py.)
+
+The ``shop`` dataset (apptest_util.shop_sessions): 30 sessions, 1, 2 or 3 turns (10 of each), assistants
+``bot-a`` / ``bot-b`` (15 each), scored once by ``turn_count`` in the template.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apptest_util import (  # noqa: F401 (fixtures)
+    app,
+    db_fixture,
+    fresh_db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
+from streamlit.testing.v1 import AppTest
+
+from evalcore.metrics.base import MetricResult
+from evalcore.scoring import score_dataset
+from evalcore.store import Store
+from evalcore.store.bulk import bulk_set_status
+from evalcore.store.runs import Runs
+from evalcore.store.verdicts import LABEL, set_verdict
+
+
+def _dashboard(dataset: str = "shop") -> AppTest:
+    return open_page(run(app(dataset=dataset)), "dashboard")
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_the_latest_run_is_shown(db: Path) -> None:
+    at = _dashboard()
+    assert at.title[0].value == "Dashboard"
+    assert at.selectbox(key="dash_run").value.metrics == ["turn_count"]
+    assert "#### turn\\_count" in texts(at, "markdown")
+    shown = _metrics(at)
+    assert shown["Mean"] == "2.000" and shown["Scored"] == "30"  # 10 sessions each of 1, 2 and 3 turns
+    assert shown["Failed · not applicable"] == "0 · 0"
+    low, high = (float(x) for x in shown["95% interval"].split(" – "))
+    assert 1.6 < low < 2.0 < high < 2.4  # 2 ± 1.96 · sqrt(2/3) / sqrt(30) = 2 ± 0.29
+    assert len(at.get("plotly_chart")) >= 3  # histogram, by assistant, heatmap
+    assert any("The run's 30 sessions by turn\\_count, the lowest first" in c for c in texts(at, "caption"))
+    assert "No reviewer has set a status on this dataset yet." in texts(at, "info")
+
+
+def test_two_runs_compared(db: Path, store: Store) -> None:
+    score_dataset(store, "shop", ["turn_count", "tool_call_count"], resume=False)
+    at = _dashboard()
+    run_select = at.selectbox(key="dash_run")
+    assert run_select.value.metrics == ["turn_count", "tool_call_count"]  # the newest run first
+    at.selectbox(key="dash_metric").set_value("turn_count")
+    run(at)
+    against = at.selectbox(key="dash_against")
+    assert against.options[0] == "no comparison" and len(against.options) == 2
+    against.select_index(1)
+    run(at)
+    heading = [m for m in texts(at, "markdown") if m.startswith("#### Run #")]
+    assert heading, texts(at, "markdown")
+    caption = next(c for c in texts(at, "caption") if "sessions scored by both" in c)
+    assert caption.startswith("30 sessions scored by both: **0 worse**, 0 better, 30 the same; mean change +0.000")
+
+
+def test_review_progress_counts_status_changes(db: Path, store: Store) -> None:
+    pks = store.pks("shop")
+    bulk_set_status(store, pks[10:14], "approved", author="ann")
+    bulk_set_status(store, pks[14:16], "rejected", author="bob")
+    at = _dashboard()
+    assert "No reviewer has set a status on this dataset yet." not in texts(at, "info")
+    assert "Statuses set by each reviewer" in texts(at, "caption")
+    assert any(c == "Now: 16 todo · 9 approved · 2 rejected · 3 flagged." for c in texts(at, "caption"))
+
+
+def test_a_dataset_without_runs(fresh_db: Path) -> None:
+    at = run(app())
+    at = open_page(at, "dashboard")
+    assert texts(at, "info")  # no dataset yet, or no run: said, not an error
+    assert not at.error
+
+
+def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
+    """A pass/fail judge on 4 shop sessions that ann judged too: they agree on 3 (hand-worked kappa 0.5)."""
+    pks = store.pks("shop")[:4]
+    run_id = Runs(store).create("shop", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}}).id
+    judged = [1.0, 1.0, 0.0, 0.0]
+    human = [1.0, 0.0, 0.0, 0.0]
+    Runs(store).write(
+        run_id,
+        [(pk, "aspect_critique", MetricResult("aspect_critique", value=v)) for pk, v in zip(pks, judged, strict=True)],
+    )
+    Runs(store).finish(run_id)
+    for pk, v in zip(pks, human, strict=True):
+        set_verdict(store, pk, LABEL, v, author="ann")
+    at = _dashboard()
+    assert "**aspect\\_critique** against the reviewers' **label**" in texts(at, "markdown")
+    shown = _metrics(at)
+    # observed agreement 3/4; expected: judge passes 2/4, reviewers 1/4 -> .5*.25 + .5*.75 = .5;
+    # kappa = (.75 - .5) / (1 - .5) = 0.5.
+    assert shown["Kappa (Cohen's)"] == "0.50" and shown["Agree"] == "75%" and shown["Sessions"] == "4"
+    assert any(c.startswith("The judge passes at 0.5 or more; left out: none.") for c in texts(at, "caption"))
+    table = at.dataframe(key=next(d.key for d in at.dataframe if d.key and d.key.startswith("dash_disagree-"))).value
+    assert list(table["judge says"]) == ["pass"] and list(table["reviewers say"]) == ["fail"]
