@@ -31,12 +31,19 @@ SESSIONS = 4000
 def pick(page: Any, label: str, options: list[str]) -> None:
     """Pick ``options`` in the multiselect labelled ``label``."""
     box = page.get_by_role("combobox", name=label)
+    widget = page.locator('[data-testid="stMultiSelect"]').filter(has=box)
     for option in options:
-        box.click()
-        box.fill(option)
-        page.get_by_role("option", name=option, exact=True).click()
-    page.keyboard.press("Escape")
-    settle(page)
+        # A rerun can land between typing and choosing (the page reruns on every pick): choose again
+        # until the option shows among the chosen ones.
+        for _ in range(3):
+            box.click()
+            box.fill(option)
+            page.get_by_role("option", name=option, exact=True).click()
+            page.keyboard.press("Escape")
+            settle(page)
+            if option in widget.inner_text():
+                break
+        expect(widget).to_contain_text(option)
 
 
 def test_run_deterministic_metrics_and_watch_the_progress(server: Server, new_page: NewPage) -> None:
