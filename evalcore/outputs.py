@@ -220,9 +220,20 @@ class PendingOutput:
         self.target = output_target(path)
         self.partial: Path | None = None
         self.published = False
+        self._hold: int | None = None  # keeps the partial file's lock from closing until it is published
         stream_fd = self._open_stream() if self.target.stream else None  # a FIFO may wait: Ctrl-C works here
         with _signals_held():  # a partial file is never left half-made, nor its descriptor closed twice
             fd = self._open_partial() if stream_fd is None else stream_fd
+            if stream_fd is None:
+                # The lock belongs to the open file, not to one descriptor: a second one keeps it after
+                # ``close`` (which must come before ``publish``), so another writer's sweep never takes
+                # a finished partial file for one whose writer is gone.
+                try:
+                    self._hold = os.dup(fd)
+                except OSError:
+                    os.close(fd)
+                    self._forget()
+                    raise
             self._raw = _HashingWriter(fd)
             try:
                 self.file: TextIO = io.TextIOWrapper(
@@ -231,6 +242,8 @@ class PendingOutput:
             except BaseException:
                 self._raw.close()
                 self._forget()
+                if self._hold is not None:
+                    os.close(self._hold)
                 raise
 
     def _open_stream(self) -> int:
@@ -314,6 +327,10 @@ class PendingOutput:
         with suppress(OSError, ValueError):
             self.file.close()  # a stream cut short (EPIPE) must not stop the cleanup
         self._forget()
+        if self._hold is not None:
+            with suppress(OSError):
+                os.close(self._hold)
+            self._hold = None
 
     def __enter__(self) -> PendingOutput:
         return self

@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -395,36 +396,37 @@ def cli_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+#: Started by the test, it starts the CLI and reports the CLI's peak memory. The kernel's figure for a
+#: child counts the memory of the image it was forked from (until its ``exec``): forked from pytest, the
+#: CLI would be charged with pytest's hundreds of MB; forked from this small program, only with its own.
+MEASURE = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(args: list[str], env: dict[str, str], folder: Path, limit: float) -> tuple[int, str, str, float, int]:
-    """Run the CLI; its exit code, stdout, stderr, seconds and peak resident memory in MB (VmHWM while it
-    runs, and the kernel's own maximum once it ended)."""
-    out, err = folder / "cli.out", folder / "cli.err"
+    """Run the CLI; its exit code, stdout, stderr, seconds and peak resident memory in MB (the kernel's
+    maximum for the CLI's process, see ``MEASURE``)."""
+    out, err, peak = folder / "cli.out", folder / "cli.err", folder / "cli.peak"
     with open(out, "wb") as stdout, open(err, "wb") as stderr:
         started = time.monotonic()
-        proc = subprocess.Popen([EVALCORE, *args], env=env, stdout=stdout, stderr=stderr)
-        peak_kb = 0
+        proc = subprocess.Popen(
+            [sys.executable, "-c", MEASURE, str(peak), EVALCORE, *args],
+            env=env, stdout=stdout, stderr=stderr, start_new_session=True,
+        )  # fmt: skip
         try:
-            while True:
-                try:
-                    status = Path(f"/proc/{proc.pid}/status").read_text()
-                    peak_kb = max(
-                        peak_kb, *(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-                    )
-                except (OSError, ValueError, TypeError):
-                    pass
-                pid, wait_status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    proc.returncode = os.waitstatus_to_exitcode(wait_status)
-                    peak_kb = max(peak_kb, usage.ru_maxrss)
-                    break
-                assert time.monotonic() - started < limit, f"the CLI ran past {limit} s"
-                time.sleep(0.05)
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                proc.wait()
+            proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the CLI too: it is in the measurer's session
+            proc.wait()
+            raise AssertionError(f"the CLI ran past {limit} s") from None
         seconds = time.monotonic() - started
-    return proc.returncode, out.read_text(), err.read_text(), seconds, peak_kb // 1024
+    return proc.returncode, out.read_text(), err.read_text(), seconds, int(peak.read_text()) // 1024
 
 
 @pytest.mark.parametrize("behaviour", ["forever", "gzip_bomb", "huge", "trickle"])
