@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,12 @@ def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> No
     (bar,) = at.get("progress")  # the fragment's bar, with the live counts under it
     assert re.fullmatch(r"Scoring: \d+ of 30 sessions|Starting the run…", bar.proto.text), bar.proto.text
     assert counts_line(at).startswith("Sessions **")
+    # Cancelled once some sessions are saved (the live counts are written at each flush, every 2 s), so
+    # that the resumed run has sessions to skip, however slow the machine.
+    deadline = time.monotonic() + 60
+    while not any(r.items_done > 0 for r in Runs(store).recent("shop") if r.metrics == ["relevance_to_query"]):
+        assert time.monotonic() < deadline, "no session scored within 60 s"
+        time.sleep(0.05)
     at.button(key="cancel_run").click()
     run(at)
     assert "Stopping after the sessions in hand…" in texts(at, "caption") or not Jobs(store).get(job_id).active
