@@ -10,6 +10,7 @@ bootstrap intervals of the mean (``summarize_counts``).
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -481,8 +482,6 @@ def _json_text(raw: str | None) -> str | None:
     """An edit's stored value (JSON) as the status it names."""
     if raw is None:
         return None
-    import json
-
     try:
         value = json.loads(raw)
     except ValueError:

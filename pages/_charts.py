@@ -42,6 +42,16 @@ def _layout(fig: go.Figure, *, height: int = 260, **extra: Any) -> go.Figure:
     return fig
 
 
+def _cells(
+    z: Any, x: list[str], y: list[str], text: list[list[str]], colours: list[list[Any]], hover: str
+) -> go.Heatmap:
+    """A grid of cells coloured by ``z`` (0 to 1), each with its text written in it."""
+    return go.Heatmap(
+        z=z, x=x, y=y, text=text, texttemplate="%{text}", colorscale=colours, zmin=0, zmax=1, showscale=False,
+        xgap=2, ygap=2, hovertemplate=hover,
+    )  # fmt: skip
+
+
 def histogram(d: Distribution) -> go.Figure:
     """The distribution's bars on the metric's axis, the mean a dotted line (click a bar: its sessions)."""
     fig = go.Figure(
@@ -63,28 +73,27 @@ def histogram(d: Distribution) -> go.Figure:
 
 
 def by_assistant(groups: list[Group], metric: str) -> go.Figure:
-    """Each assistant's mean with its interval (click a bar: that assistant's sessions)."""
-    shown = [g for g in groups if g.summary.mean is not None]
-    means = [g.summary.mean or 0.0 for g in shown]
+    """Each assistant's mean with its interval (click a bar: that assistant's sessions); every group has a mean."""
+    means = [g.summary.mean or 0.0 for g in groups]
     fig = go.Figure(
         go.Bar(
-            y=[g.label for g in shown],
+            y=[g.label for g in groups],
             x=means,
             orientation="h",
             marker_color=BLUE,
             error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": [(g.summary.ci_high or m) - m for g, m in zip(shown, means, strict=True)],
-                "arrayminus": [m - (g.summary.ci_low or m) for g, m in zip(shown, means, strict=True)],
+                "array": [(g.summary.ci_high or m) - m for g, m in zip(groups, means, strict=True)],
+                "arrayminus": [m - (g.summary.ci_low or m) for g, m in zip(groups, means, strict=True)],
                 "color": "#31333f",
                 "thickness": 1.2,
             },
-            customdata=[g.summary.count for g in shown],
+            customdata=[g.summary.count for g in groups],
             hovertemplate="%{y}: %{x:.3f} (n=%{customdata:,})<extra>click to see them</extra>",
         )
     )
-    return _layout(fig, height=max(140, 60 + 34 * len(shown)), xaxis_title=f"mean {metric}", yaxis_type="category")
+    return _layout(fig, height=max(140, 60 + 34 * len(groups)), xaxis_title=f"mean {metric}", yaxis_type="category")
 
 
 def paired(c: Comparison) -> go.Figure:
@@ -137,24 +146,14 @@ def differences(c: Comparison) -> go.Figure:
 def heatmap(h: Heatmap) -> go.Figure:
     """Sessions x metrics, coloured on each metric's scale, the raw value in the cell (click: Review)."""
     text = [["—" if v is None else f"{v:.3g}" for v in row] for row in h.values]
-    fig = go.Figure(
-        go.Heatmap(
-            z=h.scaled,
-            x=h.metrics,
-            y=[session_label(ref) for _, ref in h.sessions],
-            text=text,
-            texttemplate="%{text}",
-            colorscale=[[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
-            zmin=0,
-            zmax=1,
-            showscale=False,
-            xgap=2,
-            ygap=2,
-            hovertemplate="%{y} · %{x}: %{text}<extra>click to review</extra>",
-        )
-    )
-    # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
     refs = [session_label(ref) for _, ref in h.sessions]
+    fig = go.Figure(
+        _cells(
+            h.scaled, h.metrics, refs, text, [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
+            "%{y} · %{x}: %{text}<extra>click to review</extra>",
+        )
+    )  # fmt: skip
+    # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
     fig.add_trace(
         go.Scatter(
             x=[m for _ in refs for m in h.metrics],
@@ -207,21 +206,11 @@ def confusion(a: Agreement) -> go.Figure:
     counts = [list(row) for row in a.confusion]
     most = max((n for row in counts for n in row), default=0) or 1
     fig = go.Figure(
-        go.Heatmap(
-            z=[[n / most for n in row] for row in counts],
-            x=names,
-            y=names,
-            text=[[f"{n:,}" for n in row] for row in counts],
-            texttemplate="%{text}",
-            colorscale=[[0, "#f4f6fa"], [1, BLUE]],
-            zmin=0,
-            zmax=1,
-            showscale=False,
-            xgap=2,
-            ygap=2,
-            hovertemplate="judge %{y}, reviewers %{x}: %{text} sessions<extra></extra>",
+        _cells(
+            [[n / most for n in row] for row in counts], names, names, [[f"{n:,}" for n in row] for row in counts],
+            [[0, "#f4f6fa"], [1, BLUE]], "judge %{y}, reviewers %{x}: %{text} sessions<extra></extra>",
         )
-    )
+    )  # fmt: skip
     side = 70 + 34 * len(names)
     return _layout(
         fig, height=side, xaxis_title="reviewers", yaxis_title="judge", xaxis_type="category",

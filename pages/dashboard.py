@@ -65,7 +65,8 @@ def state(run: Any) -> tuple[Any, ...]:
 # The two figures that read every score of a run are kept per run and metric: a finished run never changes.
 @st.cache_data(show_spinner=False, max_entries=32)
 def _by_assistant(path: str, run_state: tuple[Any, ...], metric: str) -> list[Any]:
-    return by_assistant(_shared.store(), run_state[0], metric)
+    """The assistants that have a mean (those whose sessions all failed have nothing to chart)."""
+    return [g for g in by_assistant(_shared.store(), run_state[0], metric) if g.summary.mean is not None]
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -103,14 +104,13 @@ with left:
         if chosen.count:
             _shared.show_sessions(run=run, metric=metric, min=chosen.min_value, max=chosen.max_value)
 with right:
-    groups = _by_assistant(store.path, state(run), metric)
+    shown = _by_assistant(store.path, state(run), metric)
     st.caption("By assistant: mean and 95% interval. Click a bar for its sessions.")
-    if any(g.summary.mean is not None for g in groups):
+    if shown:
         event = st.plotly_chart(
-            _charts.by_assistant(groups, metric), on_select="rerun", key=f"dash_assist-{epoch}",
+            _charts.by_assistant(shown, metric), on_select="rerun", key=f"dash_assist-{epoch}",
             config={"displayModeBar": False},
         )  # fmt: skip
-        shown = [g for g in groups if g.summary.mean is not None]
         for point in clicked(event):
             group = shown[int(point["point_index"])]
             _shared.show_sessions(run=run, metric=metric, assistant=group.assistant or "any")

@@ -159,13 +159,12 @@ left, right = st.columns(2, gap="large")
 params_of: dict[str, dict[str, Any]] = {}
 problems: list[str] = []
 with left:
-    configurable = [name for name in chosen if param_fields(name)]
+    configurable = {name: fields for name in chosen if (fields := param_fields(name))}
     st.subheader("Parameters")
     if not configurable:
         st.caption("The metrics picked have no parameters." if chosen else "Pick metrics above to set them up.")
-    for name in configurable:
-        with st.expander(f"{name}", expanded=any(f.required for f in param_fields(name))):
-            fields = param_fields(name)
+    for name, fields in configurable.items():
+        with st.expander(f"{name}", expanded=any(f.required for f in fields)):
             columns = st.columns(2 if len(fields) > 1 else 1)
             values = {}
             for n, field in enumerate(fields):
@@ -259,7 +258,7 @@ if not rows:
     st.caption("No run of this dataset yet.")
 else:
     st.dataframe(
-        pd.DataFrame(rows).astype({"judge calls": "Int64", "cost": "Float64"}),  # missing: blank, not "None"
+        pd.DataFrame(rows),
         hide_index=True,
         height=min(38 + 35 * len(rows), 38 + 35 * 12),
         column_config={

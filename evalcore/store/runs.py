@@ -38,8 +38,27 @@ def filters_of(data: dict[str, Any] | None) -> SessionFilter:
     return SessionFilter(**{k: v for k, v in data.items() if k in _FILTER_FIELDS})
 
 
+class _Counts:
+    """What a run and its live progress both tell: how many items of how many have a result."""
+
+    n_items: int
+    n_done: int
+    n_failed: int
+    n_not_applicable: int
+
+    @property
+    def items_done(self) -> int:
+        """Items with a session-level result so far: scored, failed or not applicable."""
+        return self.n_done + self.n_failed + self.n_not_applicable
+
+    @property
+    def fraction(self) -> float:
+        """How far the run is, from 0 to 1."""
+        return min(1.0, self.items_done / self.n_items) if self.n_items else 1.0
+
+
 @dataclass(frozen=True)
-class Run:
+class Run(_Counts):
     """One scoring run over a dataset. Its counts are live: the scorer updates them as it saves scores."""
 
     id: int
@@ -77,23 +96,13 @@ class Run:
         return filters_of(self.filter_data)
 
     @property
-    def items_done(self) -> int:
-        """Items with a session-level result so far: scored, failed or not applicable."""
-        return self.n_done + self.n_failed + self.n_not_applicable
-
-    @property
-    def fraction(self) -> float:
-        """How far the run is, from 0 to 1."""
-        return min(1.0, self.items_done / self.n_items) if self.n_items else 1.0
-
-    @property
     def resumable(self) -> bool:
         """Whether scoring again with the same metrics, filters and judge goes on with this run."""
         return self.status in _RESUMABLE
 
 
 @dataclass(frozen=True)
-class RunProgress:
+class RunProgress(_Counts):
     """How far a run is, read from the store while it runs (from any thread or process)."""
 
     run_id: int
@@ -104,16 +113,6 @@ class RunProgress:
     n_not_applicable: int
     updated_at: str | None
     error: str | None = None
-
-    @property
-    def items_done(self) -> int:
-        """Items with a session-level result so far."""
-        return self.n_done + self.n_failed + self.n_not_applicable
-
-    @property
-    def fraction(self) -> float:
-        """How far the run is, from 0 to 1."""
-        return min(1.0, self.items_done / self.n_items) if self.n_items else 1.0
 
 
 @dataclass(frozen=True)
