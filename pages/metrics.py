@@ -85,14 +85,13 @@ def follow_job(job_id: int) -> None:
 
 
 running = st.session_state.get("score_job")
+last = latest_scoring_job(store, dataset)
 if running is None or running[0] != dataset:
-    latest = latest_scoring_job(store, dataset)
-    running = (dataset, latest.id) if latest is not None and latest.active else None  # started in another tab
+    running = (dataset, last.id) if last is not None and last.active else None  # started in another tab
 if running is not None:
     st.session_state["score_job"] = running
     follow_job(running[1])
 else:
-    last = latest_scoring_job(store, dataset)
     if last is not None:
         with st.container(border=True):
             st.caption(f"Last run: {literal_markdown(last.label)}")

@@ -385,12 +385,6 @@ class Runs:
                 json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13],
             )  # fmt: skip
 
-    def session_values(self, run_id: int) -> list[tuple[str, str, float | None, int]]:
-        """``(metric, status, value, has warnings)`` of every session-level score of the run."""
-        return self.db.execute(
-            "SELECT metric, status, value, warnings IS NOT NULL FROM scores WHERE run_id = ? AND turn = -1", [run_id]
-        ).fetchall()
-
     def for_session(self, session_pk: int, *, turns: bool = True) -> list[SessionScore]:
         """Every score of the session, from every run, newest run first (session score before its turns)."""
         sql = (
