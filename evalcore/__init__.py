@@ -3,7 +3,9 @@
 The library never imports streamlit; the app in ``app.py`` and ``pages/`` sits on top of it.
 """
 
-from evalcore.convert import ConvertReport, FileProblem, convert_file, validate_file
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from evalcore.errors import (
     ConversionError,
     EvalcoreError,
@@ -13,18 +15,53 @@ from evalcore.errors import (
     UnknownNameError,
     UsageError,
 )
-from evalcore.formats import Format, ReadResult, formats, get_format, read, read_path, writer_for
-from evalcore.schema import (
-    ContextChunk,
-    Message,
-    Problem,
-    Provenance,
-    Session,
-    ToolCall,
-    Turn,
-    TurnTruth,
-    validate_session,
-)
+
+if TYPE_CHECKING:
+    from evalcore.convert import ConvertReport, FileProblem, convert_file, validate_file
+    from evalcore.formats import Format, ReadResult, formats, get_format, read, read_path, writer_for
+    from evalcore.schema import (
+        ContextChunk,
+        Message,
+        Problem,
+        Provenance,
+        Session,
+        ToolCall,
+        Turn,
+        TurnTruth,
+        validate_session,
+    )
+
+# Imported on first use: a command that only scores (say) does not pay for every format's module.
+_LAZY = {
+    **dict.fromkeys(["ConvertReport", "FileProblem", "convert_file", "validate_file"], "evalcore.convert"),
+    **dict.fromkeys(
+        ["Format", "ReadResult", "formats", "get_format", "read", "read_path", "writer_for"], "evalcore.formats"
+    ),
+    **dict.fromkeys(
+        [
+            "ContextChunk",
+            "Message",
+            "Problem",
+            "Provenance",
+            "Session",
+            "ToolCall",
+            "Turn",
+            "TurnTruth",
+            "validate_session",
+        ],
+        "evalcore.schema",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'evalcore' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain one
+    return value
+
 
 __version__ = "0.1.0"
 

@@ -17,14 +17,12 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-from evalcore.convert import convert_file, validate_file
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
-from evalcore.formats import formats
 from evalcore.outputs import discard_live
 from evalcore.progress import ProgressBar
 
@@ -35,9 +33,34 @@ EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
 _INT64_MAX = 2**63 - 1  # SQLite's largest integer: a run id beyond it cannot exist
 
 
+class _FormatNames(Sequence[str]):
+    """The registered formats' names (``writable``: those that can be written), looked up when argparse first
+    checks a choice or prints help: a command that names no format never imports every format's module."""
+
+    def __init__(self, *, writable: bool) -> None:
+        self.writable = writable
+
+    def _names(self) -> list[str]:
+        from evalcore.formats import formats
+
+        return [f.name for f in formats() if f.writable or not self.writable]
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+
 def _parser() -> argparse.ArgumentParser:
-    names = [f.name for f in formats()]
-    writable = [f.name for f in formats() if f.writable]
+    names = _FormatNames(writable=False)
+    writable = _FormatNames(writable=True)
     parser = argparse.ArgumentParser(
         prog="evalcore",
         description="Review, score and export multi-turn LLM agent conversations.",
@@ -49,9 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "-o", "--output", required=True, type=_text, metavar="OUT", help="output file (.json for one JSON array)"
     )
-    convert.add_argument(
-        "--to", required=True, choices=writable, metavar="FORMAT", help=f"one of: {', '.join(writable)}"
-    )
+    convert.add_argument("--to", required=True, choices=writable, metavar="FORMAT", help="one of: %(choices)s")
     convert.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
@@ -75,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="export a dataset, filtered, with its curated ground truth")
     exp.add_argument("--dataset", required=True, type=_name, metavar="NAME")
-    exp.add_argument("--to", required=True, choices=writable, metavar="FORMAT", help=f"one of: {', '.join(writable)}")
+    exp.add_argument("--to", required=True, choices=writable, metavar="FORMAT", help="one of: %(choices)s")
     exp.add_argument(
         "-o", "--output", required=True, type=_text, metavar="OUT", help="output file (.json for one JSON array)"
     )
@@ -227,6 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
+        if args.command in ("convert", "validate"):
+            from evalcore.convert import convert_file, validate_file
         if args.command == "convert":
             report = convert_file(
                 args.input,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from evalcore.errors import EvalcoreError
 from evalcore.formats import get_format, read_path, writer_for
 from evalcore.formats.files import ReadResult
+from evalcore.identity import identity_key, repeat_name
 from evalcore.schema import Problem
 
 __all__ = ["ConvertReport", "FileProblem", "convert_file", "validate_file"]
@@ -70,15 +71,37 @@ def validate_file(
     source_format: str | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
 ) -> ConvertReport:
-    """Read every record of ``path`` and report every problem."""
+    """Read every record of ``path`` and report every problem, with a warning for each session an import
+    would not keep: one whose identity (``evalcore.identity``) an earlier record of the file has."""
     report = ConvertReport()
+    seen: dict[str, int] = {}
     with read_path(path, source_format) as results:
         for result in results:
             _note(report, str(path), result, on_problem)
             if result.session is not None:
                 report.format = result.session.provenance.format if result.session.provenance else None
                 report.sessions += result.ok
+                if result.ok and result.session.session_id is not None:
+                    _note_repeat(report, str(path), result, seen, on_problem)
     return report
+
+
+def _note_repeat(
+    report: ConvertReport,
+    path: str,
+    result: ReadResult,
+    seen: dict[str, int],
+    on_problem: Callable[[FileProblem], None] | None,
+) -> None:
+    assert result.session is not None
+    session_id = result.session.session_id
+    key = identity_key(session_id, result.session.assistant_id, path, None)
+    first = seen.setdefault(key, result.line)
+    if first != result.line:
+        name = repeat_name(session_id, result.session.assistant_id, key)
+        message = f"session {name} appears again (first on line {first}): an import keeps the first, not this one"
+        repeat = ReadResult(result.line, result.position, None, [Problem("warning", None, message)])
+        _note(report, path, repeat, on_problem)
 
 
 def convert_file(

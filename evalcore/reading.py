@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from evalcore.formats import read
 from evalcore.formats.files import ReadResult
+from evalcore.identity import identity_key, repeat_name
 from evalcore.schema import Session
 
 __all__ = [
@@ -112,11 +113,10 @@ class _Counting(io.RawIOBase):
 
 
 def session_key(session: Session, source: str) -> str:
-    """A session's identity in a dataset: its ``session_id``, else its file and position."""
-    if session.session_id is not None:
-        return f"id:{session.session_id}"
+    """A session's identity in a dataset (``evalcore.identity``): its ``session_id`` and ``assistant_id``,
+    else its file and position."""
     position = session.provenance.position if session.provenance else None
-    return f"pos:{source}:{position}"
+    return identity_key(session.session_id, session.assistant_id, source, position)
 
 
 #: The sessions-table columns a ``Row`` fills, in the order of ``Row.values`` (the field names of ``Row``).
@@ -212,7 +212,8 @@ def stream_events(raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, 
                 counts.failed += 1
                 continue
             if row.key in seen:
-                message = f"session {row.key[3:]!r} appears again (first on line {seen[row.key]}); skipped"
+                name = repeat_name(row.session_id, row.assistant_id, row.key)
+                message = f"session {name} appears again (first on line {seen[row.key]}); skipped"
                 yield ProblemEvent(result.line, "error", message)
                 counts.failed += 1
                 continue

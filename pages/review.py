@@ -160,6 +160,8 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
 # Every message above the columns sits in one container that is always there: a message coming or going
 # must not move what follows, or Streamlit would remount it (an open turn editor would snap shut).
 with st.container():
+    if view.error is not None:
+        st.error(f"The run failed: {literal_markdown(view.error)}", icon=":material/report:")
     if author is None:
         st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
     notice = st.session_state.pop("review_notice", None)

@@ -300,31 +300,14 @@ class HostileOpenAI(FakeOpenAI):
         with self.lock:
             self.seen |= {key, query} - {""}
         if fault in ("trickle", "trickle_head"):
-            body = json.dumps(self.completion(request, json.dumps(self.answer(request)))).encode()
-            head = _head(200, {"Content-Length": str(len(body))})
-            if fault == "trickle":
-                out.write(head)
-            for i, byte in enumerate((b"" if fault == "trickle" else head) + body):
-                out.write(bytes([byte]))
-                if self.stop.wait(self.trickle_interval if i else 0):
-                    raise _Budget
+            self._trickle(out, request, fault)
         elif fault == "forever":
             out.write(_head(200, {"Transfer-Encoding": "chunked"}))
             out.chunk(_HEAD)
             while True:
                 out.chunk(_BLOCK[: 64 << 10])
         elif fault in ("huge", "huge_announced"):
-            size = self.huge_bytes
-            length = len(_HEAD) + size + len(_TAIL)
-            chunked = fault == "huge"
-            out.write(_head(200, {"Transfer-Encoding": "chunked"} if chunked else {"Content-Length": str(length)}))
-            send = out.chunk if chunked else out.write
-            send(_HEAD)
-            for start in range(0, size, len(_BLOCK)):
-                send(_BLOCK[: min(len(_BLOCK), size - start)])
-            send(_TAIL)
-            if chunked:
-                out.write(b"0\r\n\r\n")
+            self._huge(out, chunked=fault == "huge")
         elif fault in ("gzip_bomb", "deflate_bomb"):
             gzip = fault == "gzip_bomb"
             out.write(_head(200, {"Transfer-Encoding": "chunked", "Content-Encoding": "gzip" if gzip else "deflate"}))
@@ -345,6 +328,30 @@ class HostileOpenAI(FakeOpenAI):
             completion = self.completion(request, json.dumps(self.answer(request)))
             completion["usage"] = self.absurd
             self._send(handler, 200, completion)
+
+    def _trickle(self, out: _Writer, request: dict[str, Any], fault: str) -> None:
+        """A good answer a byte at a time (``trickle_head``: its head too)."""
+        body = json.dumps(self.completion(request, json.dumps(self.answer(request)))).encode()
+        head = _head(200, {"Content-Length": str(len(body))})
+        if fault == "trickle":
+            out.write(head)
+        for i, byte in enumerate((b"" if fault == "trickle" else head) + body):
+            out.write(bytes([byte]))
+            if self.stop.wait(self.trickle_interval if i else 0):
+                raise _Budget
+
+    def _huge(self, out: _Writer, *, chunked: bool) -> None:
+        """An answer of ``huge_bytes``, chunked or with its length announced."""
+        size = self.huge_bytes
+        length = len(_HEAD) + size + len(_TAIL)
+        out.write(_head(200, {"Transfer-Encoding": "chunked"} if chunked else {"Content-Length": str(length)}))
+        send = out.chunk if chunked else out.write
+        send(_HEAD)
+        for start in range(0, size, len(_BLOCK)):
+            send(_BLOCK[: min(len(_BLOCK), size - start)])
+        send(_TAIL)
+        if chunked:
+            out.write(b"0\r\n\r\n")
 
     def __exit__(self, *exc: object) -> None:
         self.stop.set()

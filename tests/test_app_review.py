@@ -484,3 +484,18 @@ def test_hostile_message_text_is_shown_literally(db: Path) -> None:
         assert not re.search(r"(?<!\\)<", value), value
         assert "![" not in value and "](javascript:" not in value and "javascript:" not in value
         assert "http://" not in value
+
+
+def test_a_failed_runs_error_is_shown_above_the_transcript(store: Store) -> None:
+    """A trace whose span failed (MLflow: status ERROR and its exception event) is read with the error; the
+    page says so before anything else, and a session without one shows no such banner."""
+    trace = Path(__file__).parent / "data" / "real" / "traces" / "mlflow_error_trace.json"
+    report = import_file(store, trace, "traces", workers=1)
+    assert report.new == 1 and report.failed == 0
+    (pk,) = store.pks("traces")
+    at = _review(session=store.get(pk).ref, dataset="traces")
+    assert not at.exception
+    errors = texts(at, "error")
+    shown = "ConnectionError: Weather service unavailable (HTTP 503) (in span get_current_weather)"
+    assert errors == [f"The run failed: {literal_markdown(shown)}"]  # the message is data: never markdown
+    assert not [e for e in texts(_review(), "error") if e.startswith("The run failed")]

@@ -218,3 +218,28 @@ def test_a_row_with_request_response_and_trace_takes_what_only_the_trace_has(tmp
     assert round_trip(tmp_path, "databricks", [row]) == [row]  # and nothing the trace gave becomes a column
     (broken,) = sessions_of(write_jsonl(tmp_path / "b.jsonl", [{**row, "trace": "{not json"}]))
     assert [m.text for m in broken.messages] == [row["request"], row["response"]]  # the row stands on its own
+
+
+def test_a_row_whose_trace_failed_carries_the_error_and_writes_back_unchanged(tmp_path: Path) -> None:
+    real = Path(__file__).resolve().parent / "data" / "real" / "traces" / "mlflow_error_trace.json"
+    trace = json.loads(real.read_text(encoding="utf-8"))
+    row = {
+        "request": "What is the weather like in Boston today?",
+        "response": "Sorry, try later.",
+        "trace": json.dumps(trace),
+    }
+    (session,) = sessions_of(write_jsonl(tmp_path / "r.jsonl", [row]))
+    assert session.metadata["error"]["type"] == "ConnectionError"
+    assert [m.text for m in session.messages] == [row["request"], row["response"]]
+    assert round_trip(tmp_path, "databricks", [row]) == [row]
+
+
+def test_responses_agent_request_and_response_columns(tmp_path: Path) -> None:
+    row = {
+        "request": {"input": [{"role": "user", "content": "Hi"}], "custom_inputs": {"user": "ana"}},
+        "response": {"output": [{"type": "message", "id": "m1", "role": "assistant",
+                                 "content": [{"type": "output_text", "text": "Hello!"}]}]},
+    }  # fmt: skip
+    (session,) = sessions_of(write_jsonl(tmp_path / "r.jsonl", [row]))
+    assert [(m.role, m.text) for m in session.messages] == [("user", "Hi"), ("assistant", "Hello!")]
+    assert_round_trip(tmp_path, "databricks", [row])

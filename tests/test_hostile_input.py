@@ -115,7 +115,7 @@ def test_nesting_is_measured_where_it_sits_in_the_session() -> None:
     assert validate_session(at_limit) == []
     json.loads(at_limit.model_dump_json())  # and it is written and read back
     Session.model_validate_json(at_limit.model_dump_json())
-    over = Session(metadata={"x": _deep(MAX_DEPTH - 1)})
+    over = Session(messages=[{"role": "user", "content": "hi"}], metadata={"x": _deep(MAX_DEPTH - 1)})
     (problem,) = validate_session(over)
     assert problem.field == "metadata" and "evalcore keeps at most 128" in problem.message
     # ``shallow`` (the reader's bound says the session cannot be deep) skips the measuring only.

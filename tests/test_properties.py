@@ -11,7 +11,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalcore.formats import formats, get_format, read
+from evalcore.formats import detect_format, formats, get_format, read
 from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth
 
 WRITABLE = [f.name for f in formats() if f.writable]
@@ -127,15 +127,117 @@ def _conversation(session: Session, *, system: bool) -> list[tuple[str, str, lis
 
 
 @SETTINGS
-@given(sessions(), st.sampled_from(["openai", "open-responses", "ragas", "databricks"]))
+@given(sessions(), st.sampled_from(["openai", "open-responses", "ragas", "databricks", "anthropic"]))
 def test_conversions_keep_the_conversation(session: Session, fmt: str) -> None:
     (back,) = _read(fmt, _write(fmt, session))
     keeps_system = fmt != "ragas"
     got = _conversation(back, system=keeps_system)
-    if fmt in ("openai", "open-responses"):  # the session's context travels as a first system message
+    if fmt in ("openai", "open-responses", "anthropic"):  # the context travels as a first system message
         session = session.model_copy(update={"messages": session.messages_with_context()})
     want = _conversation(session, system=keeps_system)
     assert got == want
+
+
+# -- Anthropic Messages API records, generated in Anthropic's own terms ----------------------------
+
+anthropic_ids = st.text(alphabet="abcdef0123456789", min_size=1, max_size=6).map(lambda s: f"toolu_{s}")
+cache = st.sampled_from([{}, {"cache_control": {"type": "ephemeral"}}])
+text_blocks = st.builds(lambda t, c: {"type": "text", "text": t, **c}, text, cache)
+image_blocks = st.builds(
+    lambda url, data, base64: {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": data}
+        if base64
+        else {"type": "url", "url": url},
+    },
+    names.map(lambda n: f"https://img.test/{n}.png"),
+    names,
+    st.booleans(),
+)
+user_blocks = st.lists(text_blocks | image_blocks, max_size=3)
+thinking_blocks = st.builds(lambda t, s: {"type": "thinking", "thinking": t, "signature": s}, text, names) | st.builds(
+    lambda d: {"type": "redacted_thinking", "data": d}, names
+)
+
+
+@st.composite
+def anthropic_rounds(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """One assistant message with tool_use blocks (in any order among its text and thinking), then
+    the user message(s) with their results, mixed with other blocks in any order."""
+    call_ids = draw(st.lists(anthropic_ids, min_size=1, max_size=3, unique=True))
+    uses = [{"type": "tool_use", "id": i, "name": draw(names), "input": draw(args)} for i in call_ids]
+    others = draw(st.lists(thinking_blocks, max_size=2)) + draw(st.lists(text_blocks, max_size=2))
+    assistant = {"role": "assistant", "content": draw(st.permutations(uses + others))}
+    results = []
+    for call_id in call_ids:
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+        content = draw(st.none() | text | st.lists(text_blocks | image_blocks, max_size=2))
+        if content is not None:
+            result["content"] = content
+        if draw(st.booleans()):
+            result["is_error"] = draw(st.booleans())
+        results.append(result)
+    if len(results) > 1 and draw(st.booleans()):  # results split over two user messages
+        return [assistant, {"role": "user", "content": results[:1]}, {"role": "user", "content": results[1:]}]
+    blocks = draw(st.permutations(results + draw(user_blocks)))
+    return [assistant, {"role": "user", "content": blocks}]
+
+
+@st.composite
+def anthropic_records(draw: st.DrawFn) -> Any:
+    """A request, a transcript (whose assistant turns may be whole responses) or a response."""
+    messages: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(1, 3))):
+        messages.append({"role": "user", "content": draw(text | st.lists(text_blocks | image_blocks, max_size=3))})
+        for _ in range(draw(st.integers(0, 2))):
+            messages += draw(anthropic_rounds())
+        if draw(st.booleans()):
+            content = draw(text | st.lists(text_blocks | thinking_blocks, min_size=1, max_size=3))
+            messages.append({"role": "assistant", "content": content})
+    response = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "stop_reason": "end_turn",
+                "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 5},
+                "content": draw(st.lists(text_blocks | thinking_blocks, max_size=2))}  # fmt: skip
+    shape = draw(st.sampled_from(["request", "transcript", "response"]))
+    if shape == "response":
+        return response
+    if shape == "transcript":
+        return [*messages, response] if draw(st.booleans()) else messages
+    request: dict[str, Any] = {"model": "claude-x", "max_tokens": draw(st.integers(1, 4096)), "messages": messages}
+    system = draw(st.none() | text | st.lists(text_blocks, min_size=1, max_size=2))
+    if system is not None:
+        request["system"] = system
+    if draw(st.booleans()):
+        request["tools"] = [{"name": "f", "input_schema": {"type": "object"}}]
+    return request
+
+
+@SETTINGS
+@given(anthropic_records())
+def test_anthropic_records_come_back_as_they_were(record: Any) -> None:
+    """anthropic -> evalcore -> anthropic is the identity, and every result is linked to its call."""
+    (session,) = _read("anthropic", [record])
+    assert _write("anthropic", session) == [record]
+    (again,) = _read("evalcore", _write("evalcore", session))  # through the evalcore format too
+    assert _write("anthropic", again) == [record]
+    calls: dict[str | None, str] = {}  # the calls so far, by id (a later round may reuse an id)
+    for message in session.messages:
+        calls.update((c.id, c.name) for c in message.calls)
+        if message.role == "tool":
+            assert message.tool_call_id in calls and message.name == calls[message.tool_call_id]
+
+
+@SETTINGS
+@given(anthropic_records())
+def test_anthropic_records_with_anthropic_evidence_are_detected(record: Any) -> None:
+    """Whatever says Anthropic (system beside messages, tools, a response, a block of its own) is detected."""
+    messages = record if isinstance(record, list) else record.get("messages", [])
+    evidence = (
+        isinstance(record, dict) and ("system" in record or "tools" in record or record.get("type") == "message")
+    ) or any(
+        isinstance(m.get("content"), list) and any(b["type"] != "text" for b in m["content"]) for m in messages
+    ) or any(m.get("type") == "message" for m in messages)  # fmt: skip
+    if evidence:
+        assert detect_format(record).name == "anthropic"
 
 
 @SETTINGS

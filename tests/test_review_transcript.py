@@ -273,3 +273,15 @@ def test_a_300_message_session_builds_in_milliseconds() -> None:
     assert all(c.result_is_json for t in view.turns for c in t.calls)
     # About 3 ms on the development machine; generous for a loaded CI machine.
     assert statistics.median(times) < 0.05
+
+
+def test_the_runs_recorded_error_is_one_line() -> None:
+    from evalcore.review.transcript import run_error
+
+    message = [{"role": "user", "content": "hi"}]
+    assert run_error(Session(messages=message)) is None
+    failed = Session(messages=message, metadata={"error": {"type": "TimeoutError", "message": "slow", "span": "f"}})
+    assert run_error(failed) == transcript(failed).error == "TimeoutError: slow (in span f)"
+    assert run_error(Session(metadata={"error": {"message": "boom"}})) == "boom"
+    assert run_error(Session(metadata={"error": {"type": "E", "span": ""}})) == "E"
+    assert run_error(Session(metadata={"error": "plain text"})) == "plain text"

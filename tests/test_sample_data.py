@@ -27,6 +27,9 @@ EXPECTED_FORMAT = {
     "mlflow_trace": "mlflow-trace",
     "mlflow_traces": "mlflow-trace",
     "tau_bench": "tau-bench",
+    "tau2_bench": "tau2-bench",
+    "anthropic": "anthropic",
+    "openai_agents": "openai-agents",
 }
 
 

@@ -192,7 +192,7 @@ def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp
     assert (report.new, report.failed) == (2, 2)
     lines = [str(p) for p in report.problems]
     assert lines[0].startswith(f"{source}:2: not valid JSON")
-    assert lines[1] == f"{source}:4: session 'a' appears again (first on line 1); skipped"
+    assert lines[1] == f"{source}:4: session 'a' (assistant 'bot-a') appears again (first on line 1); skipped"
     conn = sqlite3.connect(store.path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 

@@ -348,9 +348,9 @@ def test_has_truth_filter_and_summary_fields(store: Store, tmp_path: Path) -> No
     )
     items = browse(store, "d").items
     assert [(s.session_id, s.key, s.has_truth, s.updated_by) for s in items] == [
-        ("ref", "id:ref", True, None),
+        ("ref", 'ida:["ref","bot-a"]', True, None),  # a session is its id and its assistant
         (None, "pos:mixed.jsonl:1", True, None),
-        ("plain", "id:plain", False, None),
+        ("plain", 'ida:["plain","bot-a"]', False, None),
         (None, "pos:mixed.jsonl:3", False, None),
     ]
     assert [s.ref for s in items] == ["ref", "pos:mixed.jsonl:1", "plain", "pos:mixed.jsonl:3"]
@@ -376,7 +376,7 @@ def test_find_ref_and_meta(store: Store, tmp_path: Path) -> None:
     items = browse(store, "d").items
     assert store.find_ref("d", "a") == items[0].pk
     assert store.find_ref("d", "pos:f.jsonl:1") == items[1].pk
-    assert store.find_ref("d", "id:b") == items[2].pk  # the key works as well
+    assert store.find_ref("d", 'ida:["b","bot-a"]') == items[2].pk  # the key works as well
     assert store.find_ref("e", "a") != items[0].pk
     for summary in items:
         assert store.find_ref("d", summary.ref) == summary.pk

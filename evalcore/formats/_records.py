@@ -73,7 +73,9 @@ def load_args(raw: Any, field: str) -> tuple[dict[str, Any], str | None]:
 
     Returns the argument object and the original string when writing the object back
     would not reproduce it byte for byte (so that writers can give it back unchanged).
-    Arguments that are not a JSON object are kept only as that string.
+    Arguments that are JSON text of a JSON string holding an object (double-encoded, common
+    in real fine-tuning files) give that inner object. Arguments that are no object at all
+    (a list, a number, text that is no JSON) give ``{}`` and are kept only as the string.
     """
     if raw is None:
         return {}, None
@@ -81,12 +83,9 @@ def load_args(raw: Any, field: str) -> tuple[dict[str, Any], str | None]:
         return raw, None
     if not isinstance(raw, str):
         raise RecordError(f"expected a JSON string or an object, got {_kind(raw)}", field)
-    try:
-        parsed = loads(raw)  # refuses what evalcore cannot hold (a lone surrogate, say): kept as the string
-    except json.JSONDecodeError:
-        return {}, raw
-    if not isinstance(parsed, dict):
-        return {}, raw
+    parsed, depth = _decode_args(raw)
+    if depth != 1:
+        return parsed, raw
     try:
         same = json.dumps(parsed, ensure_ascii=False) == raw
     except (RecursionError, ValueError):  # nested too deep to write back: validation reports it
@@ -94,17 +93,41 @@ def load_args(raw: Any, field: str) -> tuple[dict[str, Any], str | None]:
     return parsed, None if same else raw
 
 
+def _decode_args(raw: str) -> tuple[dict[str, Any], int]:
+    """The argument object ``raw`` stands for, and how many times it was JSON-encoded (0: none).
+
+    Text that is no JSON (or JSON that evalcore refuses, a lone surrogate say) and JSON of
+    anything but an object or a string holding one stand for no arguments (``{}``, depth 0).
+    """
+    try:
+        parsed = loads(raw)
+    except json.JSONDecodeError:
+        return {}, 0
+    if isinstance(parsed, dict):
+        return parsed, 1
+    if isinstance(parsed, str):
+        try:
+            inner = loads(parsed)
+        except json.JSONDecodeError:
+            return {}, 0
+        if isinstance(inner, dict):
+            return inner, 2
+    return {}, 0
+
+
 def dump_args(args: dict[str, Any], raw: str | None) -> str:
-    """Tool-call arguments as a JSON string: ``raw`` when it still says the same, else fresh."""
+    """Tool-call arguments as a JSON string: ``raw`` when it still says the same, else fresh.
+
+    Arguments that came double-encoded and were edited since are written double-encoded again.
+    """
     if raw is not None:
         if not isinstance(raw, str):
             raise RecordError(f"expected the original arguments as a string, got {_kind(raw)}", "arguments")
-        try:
-            same = loads(raw) == args
-        except json.JSONDecodeError:
-            same = not args
-        if same:
+        decoded, depth = _decode_args(raw)
+        if decoded == args:
             return raw
+        if depth == 2:
+            return json.dumps(json.dumps(args, ensure_ascii=False), ensure_ascii=False)
     return json.dumps(args, ensure_ascii=False)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from evalcore.errors import RecordError, UnknownNameError
+from evalcore.errors import RecordError
 from evalcore.formats.jsonio import dumps_compact
+from evalcore.registry import Registry
 from evalcore.schema import Session
 
 __all__ = ["Format", "Reader", "formats", "get_format", "register"]
@@ -58,6 +59,11 @@ class Format:
         """A reader for one file."""
         return Reader(self.parse)
 
+    def assistant_from_source(self, source: str) -> str | None:
+        """The assistant a file's name says its sessions are from, for a format whose records do not name
+        it (τ-bench's): given to each session of the file that names none."""
+        return None
+
     def write(self, session: Session) -> Iterable[Any]:
         """The JSON values that represent ``session`` in this format."""
         raise NotImplementedError(f"{self.name} is read-only")
@@ -86,23 +92,28 @@ class Format:
         return [self.dumps(value) for value in self.write(session)]
 
 
-_REGISTRY: dict[str, Format] = {}
+#: The built-in formats' modules: imported, and so registered, on the registry's first lookup.
+BUILTIN_FORMATS = tuple(
+    f"evalcore.formats.{name}"
+    for name in (
+        "agents_sdk", "anthropic", "databricks", "gaussia", "langchain", "mlflow_trace", "native",
+        "open_responses", "openai", "ragas", "swarm", "tau2_bench", "tau_bench",
+    )
+)  # fmt: skip
+_REGISTRY: Registry[Format] = Registry("format", BUILTIN_FORMATS)
 
 
 def register(cls: type[Format]) -> type[Format]:
-    """Class decorator: register a format under its ``name``."""
-    _REGISTRY[cls.name] = cls()
+    """Class decorator: register a format (an instance of ``cls``) under its ``name``; a taken name is refused."""
+    _REGISTRY.add(cls.name, cls())
     return cls
 
 
 def formats() -> list[Format]:
     """Every registered format, in sniffing order."""
-    return sorted(_REGISTRY.values(), key=lambda f: (f.priority, f.name))
+    return sorted(_REGISTRY.entries(), key=lambda f: (f.priority, f.name))
 
 
 def get_format(name: str) -> Format:
     """The format registered as ``name``."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError("format", name, sorted(_REGISTRY)) from None
+    return _REGISTRY.get(name)

@@ -1,20 +1,23 @@
 """``databricks``: Mosaic AI Agent Evaluation / MLflow evaluation-set rows.
 
-Reads MLflow 2 rows (``request`` as a string, ``{messages}``, or ``{query, history}``;
-``response``; ``expected_facts`` or ``expected_response``; ``guidelines``;
-``retrieved_context`` and ``expected_retrieved_context``; ``trace``) and MLflow 3 rows
-(``inputs``, ``outputs``, ``expectations``). What shape each field had is remembered, so
-a row written back has the shape it came with.
+Reads MLflow 2 rows (``request`` as a string, ``{messages}``, ``{query, history}`` or a
+``ResponsesAgent`` request ``{"input": [items]}``; ``response``, a Responses object
+``{"output": [items]}`` among its shapes; ``expected_facts`` or ``expected_response``;
+``guidelines``; ``retrieved_context`` and ``expected_retrieved_context``; ``trace``) and MLflow 3
+rows (``inputs``, ``outputs``, ``expectations``). Requests and responses are decoded by
+``_mlflow_wire``. What shape each field had is remembered, so a row written back has the shape it
+came with (a request or response that was edited is written as chat messages or text).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._chat import chat_message_in, chat_message_out, chat_messages_in, message_names
+from evalcore.formats._chat import chat_message_out, message_names
+from evalcore.formats._mlflow_wire import request_in, response_in
 from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
 from evalcore.formats.base import Format, register
 from evalcore.formats.jsonio import loads
@@ -47,49 +50,10 @@ class DatabricksFormat(Format):
     def parse(self, value: Any) -> Session:
         row = dict(expect_dict(value, "record"))
         meta: dict[str, Any] = {}
-        if "inputs" in row and "request" not in row:  # MLflow 3 form
-            meta["mlflow3"] = True
-            if "expectations" in row:
-                expectations = expect_dict(row.pop("expectations") or {}, "expectations")
-                meta["expectation_keys"] = list(expectations)  # custom ones go back in there too
-                for key, item in expectations.items():
-                    row[key] = item
-            row["request"] = row.pop("inputs")
-            if "outputs" in row:
-                row["response"] = row.pop("outputs")
+        _mlflow3_columns(row, meta)
         data: dict[str, Any] = {}
-        if row.get("request_id") is not None:
-            data["session_id"] = str(row["request_id"])
-        if row.get("trace") is not None:
-            data["trace"] = row["trace"]
-            if not isinstance(row["trace"], str):
-                meta["trace_object"] = True  # written back as it came, not as the usual JSON string
-        if row.get("goal") is not None:
-            data["goal"] = expect_str(row["goal"], "goal")
-        messages: list[dict[str, Any]] = []
-        if "request" in row:
-            messages, meta["request"] = _request_in(row["request"], "inputs" if meta.get("mlflow3") else "request")
-            if data.get("trace") is not None:  # the conversation is the row's; the rest may come from the trace
-                try:
-                    derived = session_fields_from_trace(_trace_dict(data["trace"]))
-                except RecordError:
-                    derived = {}  # a trace we cannot read is kept as it came; the row stands on its own
-                derived.pop("messages", None)
-                for column, key in (("request_id", "session_id"), ("tags", "tags"), ("retrieved_context",) * 2):
-                    if row.get(column) is not None:
-                        derived.pop(key, None)  # the row says it: the trace's is not taken, nor noted
-                _take_from_trace(derived, data, meta)
-        elif data.get("trace") is not None:
-            derived = session_fields_from_trace(_trace_dict(data["trace"]))
-            messages = derived.pop("messages", [])
-            _take_from_trace(derived, data, meta)
-        else:
-            raise RecordError("missing (a row needs a request or a trace)", "request")
-        if row.get("response") is not None:
-            response, meta["response"] = _response_in(row["response"], "outputs" if meta.get("mlflow3") else "response")
-            meta["response"]["count"] = len(response)
-            messages += response
-        data["messages"] = messages
+        _identity_in(row, data, meta)
+        data["messages"] = _conversation_in(row, data, meta)
         _expectations_in(row, data, meta)
         if row.get("retrieved_context") is not None:
             data["retrieved_context"] = _chunks_in(row["retrieved_context"], "retrieved_context")
@@ -102,41 +66,15 @@ class DatabricksFormat(Format):
 
     def write(self, session: Session) -> Iterable[Any]:
         meta = dict(memo(session.metadata, NS))
-        mlflow3 = bool(meta.get("mlflow3"))
         row: dict[str, Any] = {}
         derived = _memo_dict(meta, "from_trace")
         from_trace_id = derived is not None and session.session_id == derived.get("session_id")
         if session.session_id is not None and not from_trace_id:  # an id the trace gave is not a column
             row["request_id"] = session.session_id
         if derived is None or "request" in meta:  # a row with a trace alone keeps its conversation in the trace
-            messages = list(session.messages)
-            form = _memo_dict(meta, "response")
-            last = messages[-1] if messages else None
-            count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
-            if form is not None:
-                count = min(_count(form.get("count", 1)), len(messages))
-            elif "request" in meta:
-                count = 0  # read from a row that had no response: the request keeps every message
-            answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
-            ids = call_ids(session.messages)
-            names = message_names(session.messages)
-            row["inputs" if mlflow3 else "request"] = _request_out(messages, _memo_dict(meta, "request"), ids, names)
-            if answer:
-                row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
-        expectations = _expectations_out(session)
+            _conversation_out(session, meta, row)
         extra = dict(_memo_dict(meta, "extra") or {})
-        if mlflow3:
-            keys = meta.get("expectation_keys")
-            if keys is not None:
-                keys = [expect_str(k, f"metadata.{NS}.expectation_keys[{i}]") for i, k in enumerate(
-                    expect_list(keys, f"metadata.{NS}.expectation_keys"))]  # fmt: skip
-            for key in keys or []:
-                if key in extra:
-                    expectations[key] = extra.pop(key)
-            if expectations or keys is not None:
-                row["expectations"] = expectations
-        else:
-            row.update(expectations)
+        _expectations_columns(session, meta, extra, row)
         if session.retrieved_context is not None:
             chunks = _chunks_out(session.retrieved_context)
             if chunks != _chunks_out_raw((derived or {}).get("retrieved_context")):  # not just what the trace gave
@@ -151,6 +89,98 @@ class DatabricksFormat(Format):
             row["tags"] = tags
         row.update(extra)
         return [row]
+
+
+def _mlflow3_columns(row: dict[str, Any], meta: dict[str, Any]) -> None:
+    """An MLflow 3 row (``inputs``, ``outputs``, ``expectations``) under the MLflow 2 column names."""
+    if "inputs" not in row or "request" in row:
+        return
+    meta["mlflow3"] = True
+    if "expectations" in row:
+        expectations = expect_dict(row.pop("expectations") or {}, "expectations")
+        meta["expectation_keys"] = list(expectations)  # custom ones go back in there too
+        for key, item in expectations.items():
+            row[key] = item
+    row["request"] = row.pop("inputs")
+    if "outputs" in row:
+        row["response"] = row.pop("outputs")
+
+
+def _identity_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> None:
+    if row.get("request_id") is not None:
+        data["session_id"] = str(row["request_id"])
+    if row.get("trace") is not None:
+        data["trace"] = row["trace"]
+        if not isinstance(row["trace"], str):
+            meta["trace_object"] = True  # written back as it came, not as the usual JSON string
+    if row.get("goal") is not None:
+        data["goal"] = expect_str(row["goal"], "goal")
+
+
+def _conversation_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """The row's messages: its request and response, else its trace's. What else the trace gives
+    (ids, usage, context, error) is taken where the row does not say it."""
+    mlflow3 = bool(meta.get("mlflow3"))
+    trace = data.get("trace")
+    messages: list[dict[str, Any]] = []
+    if "request" in row:
+        messages, meta["request"] = request_in(row["request"], "inputs" if mlflow3 else "request")
+        if trace is not None:  # the conversation is the row's; the rest may come from the trace
+            try:
+                derived = session_fields_from_trace(_trace_dict(trace), messages=False)
+            except RecordError:
+                derived = {}  # a trace we cannot read is kept as it came; the row stands on its own
+            for column, key in (("request_id", "session_id"), ("tags", "tags"), ("retrieved_context",) * 2):
+                if row.get(column) is not None:
+                    derived.pop(key, None)  # the row says it: the trace's is not taken, nor noted
+            _take_from_trace(derived, data, meta)
+    elif trace is not None:
+        derived = session_fields_from_trace(_trace_dict(trace))
+        messages = derived.pop("messages", [])
+        _take_from_trace(derived, data, meta)
+    else:
+        raise RecordError("missing (a row needs a request or a trace)", "request")
+    if row.get("response") is not None:
+        response, meta["response"] = response_in(row["response"], "outputs" if mlflow3 else "response")
+        meta["response"]["count"] = len(response)
+        messages += response
+    return messages
+
+
+def _conversation_out(session: Session, meta: dict[str, Any], row: dict[str, Any]) -> None:
+    """The request and response columns: the messages split where the response began."""
+    mlflow3 = bool(meta.get("mlflow3"))
+    messages = list(session.messages)
+    form = _memo_dict(meta, "response")
+    last = messages[-1] if messages else None
+    count = 1 if last is not None and last.role == "assistant" and not last.tool_calls else 0
+    if form is not None:
+        count = min(_count(form.get("count", 1)), len(messages))
+    elif "request" in meta:
+        count = 0  # read from a row that had no response: the request keeps every message
+    answer, messages = messages[len(messages) - count :], messages[: len(messages) - count]
+    ids = call_ids(session.messages)
+    names = message_names(session.messages)
+    row["inputs" if mlflow3 else "request"] = _request_out(messages, _memo_dict(meta, "request"), ids, names)
+    if answer:
+        row["outputs" if mlflow3 else "response"] = _response_out(answer, form)
+
+
+def _expectations_columns(session: Session, meta: dict[str, Any], extra: dict[str, Any], row: dict[str, Any]) -> None:
+    """The ground truth: MLflow 2 columns, or MLflow 3's ``expectations`` (custom keys back in it)."""
+    expectations = _expectations_out(session)
+    if not meta.get("mlflow3"):
+        row.update(expectations)
+        return
+    keys = meta.get("expectation_keys")
+    if keys is not None:
+        keys = [expect_str(k, f"metadata.{NS}.expectation_keys[{i}]") for i, k in enumerate(
+            expect_list(keys, f"metadata.{NS}.expectation_keys"))]  # fmt: skip
+    for key in keys or []:
+        if key in extra:
+            expectations[key] = extra.pop(key)
+    if expectations or keys is not None:
+        row["expectations"] = expectations
 
 
 def _memo_dict(meta: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -182,32 +212,13 @@ def _trace_dict(trace: Any) -> dict[str, Any]:
     return expect_dict(trace, "trace")
 
 
-def _request_in(request: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if isinstance(request, str):
-        return [{"role": "user", "content": request}], {"form": "string"}
-    if isinstance(request, dict) and "messages" in request:
-        extras = {k: v for k, v in request.items() if k != "messages"}
-        return chat_messages_in(request["messages"], f"{field}.messages"), {"form": "messages", "extra": extras}
-    if isinstance(request, dict) and "query" in request:
-        query = expect_str(request["query"], f"{field}.query")
-        history = chat_messages_in(request.get("history") or [], f"{field}.history")
-        extras = {k: v for k, v in request.items() if k not in ("query", "history")}
-        form = {"form": "query", "extra": extras, "history": "history" in request}
-        return [*history, {"role": "user", "content": query}], form
-    if isinstance(request, dict) and len(request) == 1 and isinstance(next(iter(request.values())), str):
-        key, text = next(iter(request.items()))
-        return [{"role": "user", "content": text}], {"form": "key", "key": key}
-    text = json.dumps(request, ensure_ascii=False)
-    return [{"role": "user", "content": text}], {"form": "raw", "raw": request}
-
-
 def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: CallIds, names: dict[int, str]) -> Any:
     form = form or {}
     kind = form.get("form")
     if kind is None:
         simple = len(messages) == 1 and messages[0].role == "user" and isinstance(messages[0].content, str)
         kind = "string" if simple else "messages"
-    if kind == "raw" and len(messages) == 1 and messages[0].text == json.dumps(form.get("raw"), ensure_ascii=False):
+    if kind == "raw" and _reads_as(form.get("raw"), messages, request_in):
         return form["raw"]
     last_user = messages[-1] if messages and messages[-1].role == "user" else None
     key = form.get("key")
@@ -223,35 +234,19 @@ def _request_out(messages: list[Message], form: dict[str, Any] | None, ids: Call
     return {"messages": [chat_message_out(m, ids, names.get(id(m), "context")) for m in messages], **extra}
 
 
-def _response_in(response: Any, field: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    if isinstance(response, str):
-        return [{"role": "assistant", "content": response}], {"form": "string"}
-    if isinstance(response, dict) and isinstance(response.get("choices"), list) and response["choices"]:
-        choice = expect_dict(response["choices"][0], f"{field}.choices[0]")
-        message = chat_message_in(choice.get("message"), f"{field}.choices[0].message")
-        return [message], {"form": "raw", "raw": response}
-    if isinstance(response, dict) and isinstance(response.get("messages"), list):
-        return chat_messages_in(response["messages"], f"{field}.messages"), {"form": "raw", "raw": response}
-    if isinstance(response, dict) and isinstance(response.get("content"), str):
-        return [{"role": "assistant", "content": response["content"]}], {"form": "raw", "raw": response}
-    if isinstance(response, list) and response:  # Databricks reads the first element
-        first, _ = _response_in(response[0], f"{field}[0]")
-        return first, {"form": "raw", "raw": response}
-    text = response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
-    return [{"role": "assistant", "content": text}], {"form": "raw", "raw": response}
-
-
 def _response_out(answer: list[Message], form: dict[str, Any] | None) -> Any:
-    if form and form.get("form") == "raw":
-        raw = form.get("raw")
-        try:
-            messages, _ = _response_in(raw, "response")
-            same = [Message.model_validate(m) for m in messages] == answer
-        except (RecordError, ValueError):  # a kept response that no longer reads: the answer is written anew
-            same = False
-        if same:
-            return raw
+    if form and form.get("form") == "raw" and _reads_as(form.get("raw"), answer, response_in):
+        return form.get("raw")
     return answer[-1].text
+
+
+def _reads_as(raw: Any, messages: list[Message], decode: Callable[[Any, str], tuple[Any, Any]]) -> bool:
+    """Whether a request or response kept as it came still reads as ``messages`` (nothing was edited)."""
+    try:
+        decoded, _ = decode(raw, "kept")
+        return [Message.model_validate(m) for m in decoded] == messages
+    except (RecordError, ValueError):  # a kept value that no longer reads: written anew
+        return False
 
 
 def _expectations_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from typing import IO, Any
 from evalcore.errors import FormatDetectionError, RecordError
 from evalcore.formats.base import Format, Reader, formats, get_format
 from evalcore.formats.jsonio import RawRecord, iter_records
+from evalcore.formats.langchain import is_langchain_message
 from evalcore.schema import Problem, Provenance, Session, validate_session
 from evalcore.schema.validation import SHALLOW
 
@@ -79,6 +80,8 @@ class _Reading:
         self.chosen = chosen
         self.reader: Reader | None = chosen.reader() if chosen else None
         self.source = source
+        # The assistant the file's name says (``Format.assistant_from_source``), for sessions that name none.
+        self.assistant: str | None = chosen.assistant_from_source(source) if chosen and source else None
         self.validate = validate
         self.position = 0
         # How deep the records fed to the reader since it last gave sessions can nest (None: unknown).
@@ -92,6 +95,7 @@ class _Reading:
             except FormatDetectionError as exc:
                 return [self.failure(raw.line, Problem("error", None, str(exc)))]
             self.reader = self.chosen.reader()
+            self.assistant = self.chosen.assistant_from_source(self.source) if self.source else None
         reader = self.reader
         assert reader is not None
         bound, nesting = raw.nesting, self.nesting
@@ -148,6 +152,8 @@ class _Reading:
             source=self.source, format=self.chosen.name, line=line, position=self.position
         )
         self.position += 1
+        if self.assistant is not None and session.assistant_id is None:
+            session.assistant_id = self.assistant
         shallow = self.nesting is not None and self.nesting <= SHALLOW
         problems = validate_session(session, shallow=shallow) if self.validate else []
         return ReadResult(line, self.position - 1, session, problems)
@@ -162,7 +168,7 @@ def _looks_like_message(value: Any) -> bool:
         return False
     if isinstance(value.get("role"), str) and "type" not in value:
         return True  # a chat message (OpenAI, Swarm)
-    return isinstance(value.get("data"), dict) and isinstance(value.get("type"), str)  # LangChain messages_to_dict
+    return is_langchain_message(value)  # LangChain messages_to_dict or model_dump
 
 
 def _conversations(records: Iterator[RawRecord]) -> Iterator[RawRecord]:

@@ -68,7 +68,8 @@ class GaussiaFormat(Format):
 
 
 class _GaussiaReader(Reader):
-    """Groups consecutive ``StreamedBatch`` lines of one session into one session.
+    """Groups consecutive ``StreamedBatch`` lines of one session into one session. A session is its
+    ``session_id`` and ``assistant_id``: a BestOf dataset (one session, several assistants) is several.
 
     Each line is checked whole before anything held is touched, so a bad line never costs the
     good batches before it, and a problem is reported on the line that has it.
@@ -76,8 +77,8 @@ class _GaussiaReader(Reader):
 
     def __init__(self, parse: Any) -> None:
         super().__init__(parse)
-        self._open: tuple[int, str, dict[str, Any], list[dict[str, Any]]] | None = None
-        self._done: set[str] = set()
+        self._open: tuple[int, tuple[str, str | None], dict[str, Any], list[dict[str, Any]]] | None = None
+        self._done: set[tuple[str, str | None]] = set()
 
     def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
         if not _is_streamed(value):
@@ -86,16 +87,16 @@ class _GaussiaReader(Reader):
         header = _header_in(value["metadata"])
         batch = _batch_in(value["batch"], "batch")
         _check_batch(header, batch)  # whole, before it joins the others
-        session_id = header["session_id"]
+        identity = (header["session_id"], header.get("assistant_id"))
         out: list[tuple[int, Session]] = []
-        if self._open is None or self._open[1] != session_id:
+        if self._open is None or self._open[1] != identity:
             out = self._flush()
-            if session_id in self._done:
+            if identity in self._done:
                 self.warnings.append(
-                    (line, f"batches of session {session_id!r} resume after other sessions; "
+                    (line, f"batches of session {identity[0]!r} resume after other sessions; "
                      "they are read as a separate session")
                 )  # fmt: skip
-            self._open = (line, session_id, header, [])
+            self._open = (line, identity, header, [])
         self._open[3].append(batch)
         return out
 
@@ -105,9 +106,9 @@ class _GaussiaReader(Reader):
     def _flush(self) -> list[tuple[int, Session]]:
         if self._open is None:
             return []
-        line, session_id, header, batches = self._open
+        line, identity, header, batches = self._open
         self._open = None
-        self._done.add(session_id)
+        self._done.add(identity)
         extras = header.pop("extras")
         data: dict[str, Any] = dict(header)
         data["metadata"] = {NS: {"streamed": True, **({"header": extras} if extras else {})}}

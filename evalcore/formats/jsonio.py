@@ -639,6 +639,7 @@ def _leading_array(buf: _Buffer) -> Iterator[RawRecord]:
         char = buf.skip_space()
         line = buf.current_line()
         broken: str | None = None
+        found: RawRecord | None = None
         if char == "":
             broken = "the array is not closed"
         elif char == "]":
@@ -657,12 +658,7 @@ def _leading_array(buf: _Buffer) -> Iterator[RawRecord]:
         if broken is None:
             if indent is None:
                 indent = _indent_at(buf.text, buf.pos) or ""
-            try:
-                record = RawRecord(line, buf.decode(), in_array=True, nesting=buf.nesting)
-            except _Skipped as exc:  # the cursor is past it: the next element is read
-                record = RawRecord(line, error=exc.reason, field=exc.field, in_array=True)
-            except _Malformed as exc:
-                broken = exc.reason
+            found, broken = _array_element(buf, line)
             expect_value = False
         if broken is not None:
             if pending is not None and _reads_as_lines(buf, start):
@@ -675,12 +671,23 @@ def _leading_array(buf: _Buffer) -> Iterator[RawRecord]:
                 rest = "" if char == "" else "; the rest of the array is unreadable"
                 yield RawRecord(line, error=f"not valid JSON ({broken}){rest}", in_array=True)
                 return
-            record = RawRecord(line, error=f"not valid JSON ({broken}); read on from line {resume}", in_array=True)
+            found = RawRecord(line, error=f"not valid JSON ({broken}); read on from line {resume}", in_array=True)
             expect_value = True
+        assert found is not None
         if pending is None:
-            yield record
+            yield found
         else:
-            pending.append(record)
+            pending.append(found)
+
+
+def _array_element(buf: _Buffer, line: int) -> tuple[RawRecord | None, str | None]:
+    """The element of an array at the cursor, or why the JSON there is broken."""
+    try:
+        return RawRecord(line, buf.decode(), in_array=True, nesting=buf.nesting), None
+    except _Skipped as exc:  # the cursor is past it: the next element is read
+        return RawRecord(line, error=exc.reason, field=exc.field, in_array=True), None
+    except _Malformed as exc:
+        return None, exc.reason
 
 
 def _indent_at(text: str, pos: int) -> str | None:

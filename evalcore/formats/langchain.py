@@ -44,6 +44,12 @@ def _message_dicts(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) and value else None
 
 
+def is_langchain_message(m: Any) -> bool:
+    """Whether ``m`` is one LangChain message as ``messages_to_dict`` or ``model_dump`` writes it
+    (``{type, content}`` at least, with a LangChain type and no ``role``)."""
+    return _is_lc_message(m)
+
+
 def _is_lc_message(m: Any) -> bool:
     if not isinstance(m, dict):
         return False

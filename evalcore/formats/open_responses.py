@@ -9,11 +9,18 @@ dataset row is read too: a record whose column (``trace``, or any holding a Trac
 ``"FORMAT": "open_responses"``, as an object or as JSON text) is the conversation; its other
 columns are kept, and ``target``, the free-form reference LatticeFlow's scorers use, is the
 session's reference answer.
+
+OpenAI Responses API response objects and logs of their streaming events are read too (see
+:mod:`evalcore.formats.responses_api`); written back, they are Open Responses traces.
+
+A file of one item a line (or one JSON array of items) is one session; an item that cannot be
+read is reported on its own line and the session read from the others.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +28,7 @@ from evalcore.errors import RecordError
 from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.formats.base import Format, Reader, register
 from evalcore.formats.jsonio import loads
+from evalcore.formats.responses_api import EventLog, Items, is_event, is_response, response_items
 from evalcore.schema import Message, Session, block_text
 from evalcore.schema import call_ids as session_call_ids
 
@@ -30,6 +38,9 @@ ITEM_TYPES = {
     "custom_task_input_message", "custom_task_output_message",
 }  # fmt: skip
 _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+#: Content-part types of Open Responses messages (a lone message line must use these to be claimed).
+_PART_SUFFIXES = ("_text", "refusal", "_image", "_file", "_audio", "_video")
+_ITEM_FIELD = re.compile(r"items\[(\d+)\](.*)", re.DOTALL)
 
 
 def _is_item(value: Any) -> bool:
@@ -37,6 +48,30 @@ def _is_item(value: Any) -> bool:
         return False
     kind = value.get("type")
     return isinstance(kind, str) and kind in ITEM_TYPES
+
+
+def _is_lone_item(value: Any) -> bool:
+    """Whether a record on its own (the first of a file) is an Open Responses item.
+
+    The type alone is not enough: an item of a type that has required fields has them, and a
+    message's content parts are Open Responses parts (an Anthropic Messages response is also
+    ``{"type": "message", "role", "content"}``, with ``text`` blocks and a ``stop_reason``).
+    """
+    if not _is_item(value):
+        return False
+    kind = value["type"]
+    if kind == "message":
+        content = value.get("content")
+        parts_ok = isinstance(content, str) or (
+            isinstance(content, list)
+            and all(isinstance(p, dict) and str(p.get("type", "")).endswith(_PART_SUFFIXES) for p in content)
+        )
+        return value.get("role") in _ROLES and parts_ok and "stop_reason" not in value
+    if kind == "function_call":
+        return isinstance(value.get("call_id"), str) and isinstance(value.get("name"), str)
+    if kind == "function_call_output":
+        return isinstance(value.get("call_id"), str) and "output" in value
+    return True
 
 
 def _as_trace(column: str, value: Any) -> dict[str, Any] | None:
@@ -69,7 +104,10 @@ class OpenResponsesFormat(Format):
     """Open Responses traces."""
 
     name = "open-responses"
-    description = "Open Responses items and LatticeFlow Trace JSON (calls linked by call_id)"
+    description = (
+        "Open Responses items, LatticeFlow Trace JSON, OpenAI Responses API responses and stream logs "
+        "(calls linked by call_id)"
+    )
     writable = True
     priority = 15
 
@@ -80,12 +118,18 @@ class OpenResponsesFormat(Format):
             return True  # a LatticeFlow dataset row (before Databricks, whose rows may have a trace column)
         if isinstance(value, list):
             return bool(value) and _is_item(value[0])
-        return _is_item(value)
+        return is_response(value) or is_event(value) or _is_lone_item(value)
 
     def parse(self, value: Any) -> Session:
         if isinstance(value, list):
             return _trace_in({"items": value}, bare=True)
         record = expect_dict(value, "record")
+        if is_response(record):
+            session, failures = items_session(response_items(record))
+            if failures:
+                raise failures[0][1]
+            assert session is not None
+            return session
         found = _trace_column(record)
         if found is not None:
             return _row_in(record, *found)
@@ -120,32 +164,85 @@ class OpenResponsesFormat(Format):
 
 
 class _ItemsReader(Reader):
-    """Reads a file whose top-level array holds bare items as one session."""
+    """Reads a file whose top-level array (or lines) hold bare items, or stream events, as one session."""
 
     def __init__(self, parse: Any) -> None:
         super().__init__(parse)
-        self._items: list[Any] = []
+        self._items = Items()
+        self._events: EventLog | None = None
         self._line = 0
 
     def feed(self, value: Any, line: int) -> list[tuple[int, Session]]:
+        if is_event(value):
+            done = self._close_items()
+            if self._events is None:
+                self._events, self._line = EventLog(), line
+            self._events.feed(value, line)  # a bad event is its own problem; the others are kept
+            return done
         # Once a file has started with bare items, any further typed object is an item too.
-        if _is_item(value) or (self._items and isinstance(value, dict) and ("type" in value or "role" in value)):
-            if not self._items:
+        if _is_item(value) or (self._items.items and isinstance(value, dict) and ("type" in value or "role" in value)):
+            done = self._close_events()
+            if not self._items.items:
                 self._line = line
-            self._items.append(value)
-            return []
+            self._items.add(value, line, "")
+            return done
         parsed = self._parse(value)  # raises before the held items are touched
         return self.close() + [(line, parsed)]
 
     def close(self) -> list[tuple[int, Session]]:
-        if not self._items:
+        return self._close_items() + self._close_events()
+
+    def _close_items(self) -> list[tuple[int, Session]]:
+        if not self._items.items:
             return []
-        items, self._items = self._items, []
+        found, self._items = self._items, Items()
+        found.data = {"metadata": {NS: {"items_only": True}}}
+        return self._finish(found, self._line)
+
+    def _close_events(self) -> list[tuple[int, Session]]:
+        if self._events is None:
+            return []
+        log, self._events = self._events, None
+        return self._finish(log.items(), self._line)
+
+    def _finish(self, found: Items, line: int) -> list[tuple[int, Session]]:
+        session, failures = items_session(found, first_line=line)
+        self.failures.extend(failures)  # each on its own item's line; the session read from the others
+        return [] if session is None else [(line, session)]
+
+
+def items_session(found: Items, *, first_line: int = 0) -> tuple[Session | None, list[tuple[int, RecordError]]]:
+    """The session ``found`` holds, and the problems of the items left out of it.
+
+    An item that cannot be read is left out and reported (on its line, named by its name in
+    ``found``); the session is read from the others. ``None`` when no item could be read, or
+    when the problem is the session's, not an item's (then reported on ``first_line``).
+    """
+    items, lines, names = list(found.items), list(found.lines), list(found.names)
+    failures: list[tuple[int, RecordError]] = []
+    while True:
+        if not items and failures:
+            return None, failures
         try:
-            return [(self._line, _trace_in({"items": items}, bare=False, items_only=True))]
-        except RecordError as exc:  # reported on the first item's line; the record being read goes on
-            self.failures.append((self._line, exc))
-            return []
+            messages, pending = _items_in(items)
+        except RecordError as exc:
+            match = _ITEM_FIELD.fullmatch(exc.field or "")
+            if match is None:
+                failures.append((first_line, exc))
+                return None, failures
+            k = int(match[1])
+            failures.append((lines[k], RecordError(exc.reason, (names[k] + match[2]).lstrip(".") or None)))
+            del items[k], lines[k], names[k]
+            continue
+        data = {**found.data, "messages": messages}
+        data["metadata"] = dict(data.get("metadata") or {})
+        if pending:
+            data["metadata"][NS] = {**data["metadata"].get(NS, {}), "trailing": pending}
+        try:
+            return build_session(data), failures
+        except RecordError as exc:
+            failures.append((first_line, exc))
+            return None, failures
 
 
 def _row_in(record: dict[str, Any], column: str, trace: dict[str, Any]) -> Session:

@@ -1,4 +1,9 @@
-"""``openai``: chat-completions ``{"messages": [...]}`` JSONL, the fine-tuning form."""
+"""``openai``: chat-completions ``{"messages": [...]}`` JSONL, the fine-tuning form.
+
+Read: ``{"messages": [...], ...}`` rows (other keys, ``tools`` or legacy ``functions``, kept),
+a bare message list on a line, or a file that is one JSON array of messages. Written: always
+``{"messages": [...]}`` rows, the only form the fine-tuning API accepts.
+"""
 
 from __future__ import annotations
 
@@ -32,10 +37,8 @@ class OpenAIFormat(Format):
         return isinstance(value, dict) and _looks_like_chat(value.get("messages"))
 
     def parse(self, value: Any) -> Session:
-        if isinstance(value, list):  # a bare message list on a line
-            return build_session(
-                {"messages": chat_messages_in(value, "messages"), "metadata": {"openai": {"bare": True}}}
-            )
+        if isinstance(value, list):  # a bare message list on a line, or a whole file's array
+            return build_session({"messages": chat_messages_in(value, "messages")})
         row = expect_dict(value, "record")
         data: dict[str, Any] = {"messages": chat_messages_in(row.get("messages"), "messages")}
         extras = {k: v for k, v in row.items() if k != "messages"}
@@ -48,6 +51,5 @@ class OpenAIFormat(Format):
         names = message_names(session.messages)
         messages = [chat_message_out(m, ids, names.get(id(m), "context")) for m in session.messages_with_context()]
         extras = dict(memo(session.metadata, "openai"))
-        if extras.pop("bare", False):
-            return [messages]
+        extras.pop("bare", None)  # (older versions kept bare lists bare: the API wants rows)
         return [{"messages": messages, **extras}]

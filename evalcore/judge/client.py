@@ -23,14 +23,16 @@ import re
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import httpx
 from pydantic import BaseModel, ValidationError
 
 from evalcore.errors import EvalcoreError
 from evalcore.judge.config import JudgeConfig
 from evalcore.judge.redact import Redactor, install_log_filter, split_url
+
+if TYPE_CHECKING:
+    import httpx  # imported when the first request is made: scoring without a judge never pays for it
 
 __all__ = ["CachedCall", "Judge", "JudgeCache", "JudgeError", "MemoryCache", "Verdict"]
 
@@ -144,6 +146,8 @@ class Judge:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            import httpx
+
             install_log_filter(self.redact)  # httpx logs each request's URL, query included
             # Decompressed here, under the cap: only what this module can decode is asked for.
             headers = {"Accept-Encoding": "gzip, deflate"}
@@ -259,6 +263,8 @@ class Judge:
     async def _post(self, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request``, with retries; the answer's JSON object. Each attempt has ``timeout`` for
         everything (connecting, sending, the whole answer); waiting for a free slot is not counted."""
+        import httpx
+
         client = self._http()
         assert self._semaphore is not None
         timeout = self.config.timeout

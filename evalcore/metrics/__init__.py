@@ -1,13 +1,6 @@
-"""Metrics: deterministic ones (the default, no model needed) and LLM judges, in one registry."""
+"""Metrics: deterministic ones (the default, no model needed) and LLM judges, in one registry (their modules,
+``BUILTIN_METRICS``, are imported on its first lookup)."""
 
-from evalcore.metrics import (  # noqa: F401  (importing registers them)
-    counts,
-    databricks_judges,
-    gaussia_judges,
-    judged,
-    strings,
-    tool_calls,
-)
 from evalcore.metrics.base import (
     REQUIREMENTS,
     JudgeUsage,

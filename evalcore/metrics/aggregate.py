@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 __all__ = ["Summary", "summarize", "summarize_counts"]
 
 
@@ -56,6 +54,8 @@ def summarize(
     mean = math.fsum(finite) / len(finite)
     if len(finite) == 1 or min(finite) == max(finite):
         return Summary(metric, len(finite), mean, mean, mean, failed, not_applicable, warnings)
+    import numpy as np  # (on first use: not every command that imports this summarises)
+
     data = np.asarray(finite, dtype=float)
     rng = np.random.default_rng(seed)
     n = len(data)
@@ -96,6 +96,8 @@ def summarize_counts(
     mean = math.fsum(v * c for v, c in finite) / n
     if len(finite) == 1:
         return Summary(metric, n, mean, mean, mean, failed, not_applicable, warnings)
+    import numpy as np
+
     points = np.asarray([v for v, _ in finite], dtype=float)
     probabilities = np.asarray([c for _, c in finite], dtype=float) / n
     drawn = np.random.default_rng(seed).multinomial(n, probabilities, size=resamples)

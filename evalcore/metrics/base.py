@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evalcore.errors import UnknownNameError, UsageError
+from evalcore.errors import UsageError
+from evalcore.registry import Registry
 from evalcore.schema import Session, Turn, resolve_weights
 
 if TYPE_CHECKING:
@@ -317,31 +318,32 @@ def _sum_usage(results: list[MetricResult]) -> JudgeUsage | None:
     )
 
 
-_REGISTRY: dict[str, type[Metric]] = {}
+#: The built-in metrics' modules: imported, and so registered, on the registry's first lookup.
+BUILTIN_METRICS = tuple(
+    f"evalcore.metrics.{name}"
+    for name in ("counts", "databricks_judges", "gaussia_judges", "judged", "strings", "tool_calls")
+)
+_REGISTRY: Registry[type[Metric]] = Registry("metric", BUILTIN_METRICS)
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: register a metric under its ``name``."""
-    _REGISTRY[cls.name] = cls
-    return cls
+    """Class decorator: register a metric under its ``name``; a taken name is refused."""
+    return _REGISTRY.add(cls.name, cls)
 
 
 def metrics() -> list[type[Metric]]:
     """Every registered metric class, by name."""
-    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+    return _REGISTRY.entries()
 
 
 def metric_names() -> list[str]:
     """Every registered metric's name, sorted."""
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def get_metric(name: str) -> type[Metric]:
     """The metric class registered as ``name``."""
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownNameError("metric", name, sorted(_REGISTRY)) from None
+    return _REGISTRY.get(name)
 
 
 def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:

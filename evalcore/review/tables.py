@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from evalcore.identity import session_label
 from evalcore.review.transcript import TranscriptView
 from evalcore.review.weights import WeightsExplanation, format_number
 from evalcore.store.records import Edit
@@ -80,15 +81,3 @@ def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
     """Other reviewers' verdicts."""
     return [{"reviewer": v.author, "verdict": v.name, "value": v.value, "at": v.at[:16].replace("T", " ")}
             for v in verdicts]  # fmt: skip
-
-
-def session_label(ref: str) -> str:
-    """What a reviewer calls a session, from its exported id: the ``session_id`` itself, or for a
-    session known by its place in a file (``pos:ragas.jsonl:2``) that file and place (``ragas.jsonl · session 3``)."""
-    if ref.startswith("pos:"):
-        source, _, position = ref[4:].rpartition(":")
-        if position.isdigit():
-            return f"{source} · session {int(position) + 1}"
-    if ref.startswith("id:"):  # the identity of a session with a session_id: that id
-        return ref[3:]
-    return ref

@@ -27,6 +27,7 @@ __all__ = [
     "TurnView",
     "is_long",
     "pretty_json",
+    "run_error",
     "transcript",
     "turn_count",
 ]
@@ -158,6 +159,8 @@ class TranscriptView:
     retrieved_context: list[ContextChunk] | None = None
     n_messages: int = 0
     extra_truth: list[TurnTruth] = field(default_factory=list)
+    #: The failure the source recorded for the run (a trace's failed span): ``ConnectionError: ... (in span f)``.
+    error: str | None = None
 
     @property
     def turn_count(self) -> int:
@@ -281,4 +284,18 @@ def transcript(session: Session) -> TranscriptView:
         retrieved_context=session.retrieved_context,
         n_messages=len(session.messages),
         extra_truth=list(session.turn_truth[len(turns) :]),
+        error=run_error(session),
     )
+
+
+def run_error(session: Session) -> str | None:
+    """The failure a session's source recorded for its run (``metadata["error"]``: a type, a message and where),
+    as one line; ``None`` when it records none."""
+    error = session.metadata.get("error")
+    if not error:
+        return None
+    if not isinstance(error, dict):
+        return str(error)
+    kind, message, span = error.get("type"), error.get("message"), error.get("span")
+    text = ": ".join(str(part) for part in (kind, message) if part not in (None, "")) or "an error"
+    return f"{text} (in span {span})" if span not in (None, "") else text

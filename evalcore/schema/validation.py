@@ -55,6 +55,8 @@ def validate_session(session: Session, *, shallow: bool = False) -> list[Problem
     nesting need not be measured.
     """
     problems = [] if shallow else check_storable(session)
+    if not session.messages:  # read from any format: nothing to review or score, never silently
+        problems.append(Problem("warning", "messages", "no messages: an empty conversation"))
     problems += _check_tool_order(session)
     problems += _check_turns(session)
     if session.expected_facts is not None and session.reference is not None:

@@ -9,7 +9,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 migrations = Migrations("evalcore")
 
@@ -265,3 +265,18 @@ def scores_by_value(db: Database) -> None:
     keep up on every score written)."""
     db.execute("DROP INDEX IF EXISTS idx_scores_metric")
     db.execute("CREATE INDEX idx_scores_run ON scores (run_id, metric, turn, status, value, session_pk)")
+
+
+@migrations(name="0005_assistant_identity")
+def assistant_identity(db: Database) -> None:
+    """A session is its ``session_id`` and ``assistant_id`` (``evalcore.identity``): the keys of sessions
+    that name an assistant gain it, so that another assistant's session of the same id is a new one."""
+    from evalcore.identity import identity_key
+
+    rows = db.execute(
+        "SELECT id, session_id, assistant_id FROM sessions "
+        "WHERE session_id IS NOT NULL AND assistant_id IS NOT NULL AND assistant_id != ''"
+    ).fetchall()
+    db.conn.executemany(
+        "UPDATE sessions SET key = ? WHERE id = ?", [(identity_key(sid, aid, "", None), pk) for pk, sid, aid in rows]
+    )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from evalcore.identity import ref_of
 from evalcore.schema import TRUTH_FIELDS, Session
 
 __all__ = [
@@ -79,7 +80,7 @@ class StoredSession:
     @property
     def ref(self) -> str:
         """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
-        return self.session.session_id if self.session.session_id is not None else self.key
+        return ref_of(self.key, self.session.session_id)
 
 
 @dataclass(frozen=True)
@@ -106,4 +107,4 @@ class SessionSummary:
     @property
     def ref(self) -> str:
         """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
-        return self.session_id if self.session_id is not None else self.key
+        return ref_of(self.key, self.session_id)

@@ -256,6 +256,10 @@ class Store:
             self._retry_locked(lambda: db.execute("PRAGMA journal_mode = WAL"))
             db.execute("PRAGMA synchronous = FULL")  # see "Durability" in the module's docstring
             db.execute("PRAGMA foreign_keys = ON")
+            # 16 MB of pages (SQLite's default is 2 MB): writing a run's scores checks each row's session
+            # (a key lookup) and inserts into two indexes all over their range; with the default, most of
+            # those pages are read again from the OS for every batch.
+            db.execute("PRAGMA cache_size = -16384")
         except (sqlite3.DatabaseError, DatabaseFaultError) as exc:
             conn.close()
             cause = exc.__cause__ if isinstance(exc, DatabaseFaultError) else exc
