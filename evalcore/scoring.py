@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import gc
 import itertools
 import json
 import multiprocessing
@@ -184,13 +185,9 @@ class _Sink:
         if self.on_progress:
             self.on_progress(self.completed, self.total)
 
-    def add_rows(self, rows: list[tuple[Any, ...]], counts: tuple[int, int, int], sessions: int) -> None:
-        """Rows already made (by a worker process) for ``sessions`` sessions, with their session-level counts."""
-        self.rows.extend(rows)
-        self.counts = [a + b for a, b in zip(self.counts, counts, strict=True)]
+    def add_saved(self, sessions: int) -> None:
+        """``sessions`` more sessions scored and saved (with their counts) by a worker process."""
         self.completed += sessions
-        if len(self.rows) >= FLUSH_RESULTS or time.monotonic() - self.saved > FLUSH_SECONDS:
-            self.flush()
         if self.on_progress:
             self.on_progress(self.completed, self.total)
 
@@ -226,29 +223,31 @@ def _score_deterministic(
 
 
 # Set in each worker process of ``_score_in_processes`` (forked: inherited, never pickled).
-_worker: tuple[Store, list[tuple[str, Metric]], int] | None = None
+_worker: tuple[Store, list[tuple[str, Metric]], int, Any] | None = None
 
 
 def _score_in_processes(
     store: Store, plan: _Plan, sink: _Sink, should_stop: Callable[[], bool] | None, workers: int
 ) -> bool:
-    """The deterministic path on ``workers`` forked processes: each reads and scores batches of sessions and
-    hands back finished table rows; this process saves them as they come, with at most two batches per
-    worker in flight (memory stays flat). Asks ``should_stop`` between batches."""
+    """The deterministic path on ``workers`` forked processes: each reads, scores and saves batches of sessions
+    (with the run's live counts), one worker writing at a time; this process hands out the batches, at most
+    two per worker in flight (memory stays flat), and reports progress. Asks ``should_stop`` between batches.
+
+    The workers save what they score themselves: this process would otherwise spend as long taking their
+    rows and writing them as a worker spends scoring (on two CPUs, the time of the whole run)."""
     context = multiprocessing.get_context("fork")
     batches = [plan.todo[start : start + BATCH] for start in range(0, len(plan.todo), BATCH)]
-    initargs = (store.path, store.busy_timeout, plan.keyed, plan.run.id)
+    initargs = (store.path, store.busy_timeout, plan.keyed, plan.run.id, context.Lock())
     pool = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=context, initializer=_start_worker, initargs=initargs
     )
-    pending: deque[concurrent.futures.Future[tuple[list[tuple[Any, ...]], tuple[int, int, int], int]]] = deque()
+    pending: deque[concurrent.futures.Future[int]] = deque()
     try:
         ahead = iter(batches)
         for batch in itertools.islice(ahead, 2 * workers):
             pending.append(pool.submit(_score_batch, batch))
         while pending:
-            rows, counts, sessions = pending.popleft().result()
-            sink.add_rows(rows, counts, sessions)
+            sink.add_saved(pending.popleft().result())
             if should_stop is not None and should_stop():
                 return True
             for batch in itertools.islice(ahead, 1):
@@ -260,32 +259,36 @@ def _score_in_processes(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int) -> None:
-    """A worker's start: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); its own connection."""
+def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
+    """A worker's start: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); its own connection;
+    no cyclic garbage collector (a worker only scores, whose objects make no cycles: reference counting frees
+    every batch, and the collector's passes over each batch's million objects would cost a tenth of the run)."""
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _worker = (Store(path, busy_timeout=busy_timeout), keyed, run_id)
+    gc.disable()
+    _worker = (Store(path, busy_timeout=busy_timeout), keyed, run_id, lock)
 
 
-def _score_batch(pks: list[int]) -> tuple[list[tuple[Any, ...]], tuple[int, int, int], int]:
-    """In a worker: the score rows of the sessions ``pks``, with the (ok, failed, n/a) session-level counts."""
+def _score_batch(pks: list[int]) -> int:
+    """In a worker: score the sessions ``pks`` and save their scores with the (ok, failed, n/a) session-level
+    counts they add to the run, in one transaction; the number of sessions scored."""
     assert _worker is not None
-    store, keyed, run_id = _worker
+    store, keyed, run_id, lock = _worker
     stamp = now()
     rows: list[tuple[Any, ...]] = []
     counts = [0, 0, 0]
-    batch = Runs(store).sessions(pks)
-    with paused_gc():
-        for pk, session in batch:
-            for key, metric in keyed:
-                for r in metric.evaluate(session):
-                    rows.append(score_row(run_id, pk, key, r, stamp))
-                    if r.turn is None:
-                        counts[
-                            0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2
-                        ] += 1
-    return rows, (counts[0], counts[1], counts[2]), len(batch)
+    runs = Runs(store)
+    batch = runs.sessions(pks)
+    for pk, session in batch:
+        for key, metric in keyed:
+            for r in metric.evaluate(session):
+                rows.append(score_row(run_id, pk, key, r, stamp))
+                if r.turn is None:
+                    counts[0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2] += 1
+    with lock:  # the workers take turns (waiting here costs nothing; SQLite's busy wait sleeps in steps)
+        runs.write_rows(rows, (counts[0], counts[1], counts[2]))
+    return len(batch)
 
 
 async def _score_judged(
