@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalcore.errors import EvalcoreError
-from evalcore.formats import get_format, read_path, writer_for
+from evalcore.formats import Format, get_format, read_path, writer_for
+from evalcore.formats._blocks import non_text_blocks
 from evalcore.formats.files import ReadResult
 from evalcore.identity import identity_key, repeat_name
-from evalcore.schema import Problem
+from evalcore.schema import Problem, Session
+from evalcore.schema.session import TRUTH_FIELDS
 
-__all__ = ["ConvertReport", "FileProblem", "convert_file", "validate_file"]
+__all__ = ["ConvertReport", "FileProblem", "convert_file", "dropped_blocks", "validate_file"]
 
 
 @dataclass(frozen=True)
@@ -129,4 +132,32 @@ def convert_file(
                     _note(report, str(source), failed, on_problem)
                     continue
                 report.sessions += 1
+                lost = dropped_blocks(result.session, fmt)
+                if lost:
+                    _note(report, str(source), ReadResult(result.line, result.position, None, lost), on_problem)
     return report
+
+
+def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:
+    """A warning for each message whose content has blocks (images, files, ...) ``fmt`` does not carry, and one
+    for the ground truth it has no place for: what writing ``session`` in ``fmt`` leaves out, counted, never
+    silently."""
+    problems = []
+    kept = fmt.kept_truth(session)
+    lost_truth = [name for name in (*TRUTH_FIELDS, "turn_truth") if name not in kept and _has(session, name)]
+    if lost_truth:
+        problems.append(Problem("warning", None, f"{', '.join(lost_truth)} not carried by {fmt.name}: dropped"))
+    for i, message in enumerate(session.messages):
+        lost = [b for b in non_text_blocks(message.content) if not fmt.carries(b)]
+        if lost:
+            kinds = Counter(str(b.get("type", "untyped")) for b in lost)
+            what = ", ".join(f"{n} {kind} block{'s' if n > 1 else ''}" for kind, n in kinds.items())
+            problems.append(Problem("warning", f"messages[{i}].content", f"{what} not carried by {fmt.name}: dropped"))
+    return problems
+
+
+def _has(session: Session, name: str) -> bool:
+    """Whether ``session`` has ground truth in field ``name`` (for ``turn_truth``: any turn with some)."""
+    if name == "turn_truth":
+        return any(t.model_dump(exclude_defaults=True) for t in session.turn_truth)
+    return bool(getattr(session, name))

@@ -7,10 +7,12 @@ outputs, system prompts and reasoning are collapsed and only rendered once opene
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from evalcore.review.text import code_span, literal_markdown
-from evalcore.review.transcript import CallView, Item, MessageView, TurnView
+from evalcore.review.transcript import CallView, ImageView, Item, MessageView, TurnView
 
 _AVATARS = {
     "user": ":material/person:",
@@ -46,15 +48,21 @@ def payload(text: str) -> None:
     st.text(text, width="stretch")
 
 
-def _extras(view: MessageView) -> None:
-    for block in view.extra_blocks:
+def _extras(images: tuple[ImageView, ...], blocks: tuple[dict[str, Any], ...]) -> None:
+    """A message's images (embedded ones shown; one a file points to is named, never fetched) and other blocks."""
+    for image in images:
+        if image.data is not None:
+            st.image(image.data, width=360, caption=image.media_type)
+        else:
+            st.caption(f":material/image: image at {code_span(image.url[:300])} (not loaded)")
+    for block in blocks:
         kind = str(block.get("type", "block"))
         st.caption(f":material/attachment: {kind} block (not loaded)")
 
 
 def render_message(view: MessageView, key: str) -> None:
     """A message that stands on its own (assistant text, system prompt, unclaimed tool output)."""
-    if view.kind == "assistant" and not view.text and not view.reasoning and not view.extra_blocks:
+    if view.kind == "assistant" and not (view.text or view.reasoning or view.extra_blocks or view.images):
         return  # only tool calls: they follow, each in its own bubble
     name = "assistant" if view.kind == "assistant" else "user" if view.kind == "user" else view.kind
     with st.chat_message(name, avatar=_AVATARS[view.kind]):
@@ -75,7 +83,7 @@ def render_message(view: MessageView, key: str) -> None:
                 with box:
                     st.markdown(literal_markdown(view.reasoning))
         text_block(view.text, key=f"{key}-text", long=view.is_long, label="Long answer")
-        _extras(view)
+        _extras(view.images, view.extra_blocks)
 
 
 def render_call(view: CallView, key: str) -> None:
@@ -115,4 +123,5 @@ def render_turn(turn: TurnView, key: str) -> None:
     """One turn: the user's message, then what followed."""
     with st.chat_message("user", avatar=_AVATARS["user"]):
         text_block(turn.query, key=f"{key}-q", long=len(turn.query) > 3000, label="Long question")
+        _extras(turn.user_images, turn.user_blocks)
     render_items(turn.items, key)

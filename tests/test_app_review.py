@@ -7,6 +7,7 @@ in turn 1, a reference answer, a ``politeness`` rubric), ``r-second`` and ``r-xs
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -499,3 +500,31 @@ def test_a_failed_runs_error_is_shown_above_the_transcript(store: Store) -> None
     shown = "ConnectionError: Weather service unavailable (HTTP 503) (in span get_current_weather)"
     assert errors == [f"The run failed: {literal_markdown(shown)}"]  # the message is data: never markdown
     assert not [e for e in texts(_review(), "error") if e.startswith("The run failed")]
+
+
+def test_an_embedded_image_is_shown_and_a_remote_one_named(store: Store, tmp_path: Path) -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+    request = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 256,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Is this receipt paid?"},
+                    {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+                    {"type": "image", "source": {"type": "url", "url": "https://images.example/r.png"}},
+                ],
+            },
+            {"role": "assistant", "content": "Yes."},
+        ],
+    }
+    source = tmp_path / "img.jsonl"
+    source.write_text(json.dumps(request) + "\n", encoding="utf-8")  # as logged: an Anthropic request
+    assert import_file(store, source, "images", workers=1).new == 1
+    (pk,) = store.pks("images")
+    at = _review(session=store.get(pk).ref, dataset="images")
+    assert not at.exception
+    (image,) = at.get("image")  # the embedded one, drawn
+    assert image.captions == ["image/png"]
+    assert any("images.example/r.png" in c and "not loaded" in c for c in texts(at, "caption"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.errors import RecordError
+from evalcore.formats._blocks import image_url_of, is_text_block
 from evalcore.formats._records import dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.schema import Message
 
@@ -161,7 +162,7 @@ def chat_message_out(
     out: dict[str, Any] = {"role": extras.pop("role", message.role)}
     content = message.content
     if isinstance(content, list) and not all(_part_type(b) in OPENAI_PART_TYPES for b in content):
-        content = message.text
+        content = _parts_out(content) or message.text  # other formats' images as image_url parts, else the text
     if content is not None or (message.role == "assistant" and not extras.pop("no_content", False)):
         out["content"] = content
     extras.pop("no_content", None)
@@ -186,6 +187,28 @@ def chat_message_out(
     extras.pop("name_key", None)
     out.update(extras)
     return out
+
+
+def carries(block: dict[str, Any]) -> bool:
+    """Whether a chat message can carry ``block`` (an OpenAI part, or an image in another format's terms)."""
+    return _part_type(block) in OPENAI_PART_TYPES or image_url_of(block) is not None
+
+
+def _parts_out(content: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """Content parts for blocks of other formats when some is an image (text blocks as text parts; what has no
+    part is left out, and counted by the conversion); ``None`` when none is, so the text is written alone."""
+    urls = [image_url_of(b) for b in content]
+    if not any(urls):
+        return None
+    parts: list[dict[str, Any]] = []
+    for block, url in zip(content, urls, strict=True):
+        if url is not None:
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        elif _part_type(block) in OPENAI_PART_TYPES:
+            parts.append(block)
+        elif is_text_block(block) and isinstance(block.get("text"), str):
+            parts.append({"type": "text", "text": block["text"]})
+    return parts
 
 
 def _part_type(block: dict[str, Any]) -> str | None:

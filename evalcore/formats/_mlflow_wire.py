@@ -16,7 +16,7 @@ from typing import Any
 
 from evalcore.errors import RecordError
 from evalcore.formats._chat import chat_message_in, chat_messages_in
-from evalcore.formats._records import expect_str, load_args
+from evalcore.formats._records import expect_str, load_args, wrapped_list
 from evalcore.formats.open_responses import ITEM_TYPES
 from evalcore.formats.open_responses import _items_in as _responses_items_in
 
@@ -33,11 +33,9 @@ def _dumps(value: Any) -> str:
 def chat_list(value: Any) -> list[Any] | None:
     """The chat messages ``value`` holds, as given: a bare list of messages (objects with a
     ``role``) or ``{"messages": [...]}``; ``None`` when it holds none."""
-    if isinstance(value, dict):
-        value = value.get("messages")
-        return value if isinstance(value, list) and value else None
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
-        return value
+    messages = wrapped_list(value)
+    if messages is None or isinstance(value, dict) or all(isinstance(m, dict) and "role" in m for m in messages):
+        return messages
     return None
 
 

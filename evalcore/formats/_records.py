@@ -44,6 +44,27 @@ def expect_str(value: Any, field: str, *, optional: bool = False) -> Any:
     raise RecordError(f"expected a string, got {_kind(value)}", field)
 
 
+def wrapped_list(value: Any) -> list[Any] | None:
+    """The messages of ``{"messages": [...]}`` or of a bare list, as given; ``None`` when ``value`` is neither
+    or holds none."""
+    if isinstance(value, dict):
+        value = value.get("messages")
+    return value if isinstance(value, list) and value else None
+
+
+def named_call_in(value: Any, field: str, args_key: str = "args") -> tuple[dict[str, Any], dict[str, Any]]:
+    """A tool call given as ``{name, <args_key>, id?}`` (ragas, LangChain ``tool_calls``, τ²-bench): the canonical
+    call dict (its arguments an object, ``{}`` when missing or null; its id when it has one) and the record read."""
+    c = expect_dict(value, field)
+    if not isinstance(c.get("name"), str):
+        raise RecordError("missing tool name" if c.get("name") is None else "expected a string", f"{field}.name")
+    args = expect_dict(c[args_key] if c.get(args_key) is not None else {}, f"{field}.{args_key}")
+    call: dict[str, Any] = {"name": c["name"], "args": args}
+    if c.get("id"):
+        call["id"] = expect_str(c["id"], f"{field}.id")
+    return call, c
+
+
 def memo(metadata: dict[str, Any], ns: str, where: str = "metadata") -> dict[str, Any]:
     """``metadata[ns]``: what format ``ns`` kept of a value to write it back the way it came.
 

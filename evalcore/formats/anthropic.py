@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
+from evalcore.formats._blocks import image_url_of
 from evalcore.formats._chat import message_names
 from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.formats.base import Format, register
@@ -289,13 +290,8 @@ def _block_out(block: dict[str, Any]) -> dict[str, Any]:
     kind = block.get("type")
     if kind in ("input_text", "output_text") and isinstance(block.get("text"), str):
         return {"type": "text", "text": block["text"]}
-    if kind == "image_url":
-        image = block.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        if isinstance(url, str):
-            return _image(url, {})
-    if kind == "input_image" and isinstance(block.get("image_url"), str):
-        return _image(block["image_url"], {})
+    if kind in ("image_url", "input_image") and (url := image_url_of(block)) is not None:
+        return _image(url, {})
     return block
 
 
@@ -481,6 +477,10 @@ class AnthropicFormat(Format):
     name = "anthropic"
     description = "Anthropic Messages API requests, responses and transcripts (text, image, tool_use, thinking blocks)"
     writable = True
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        return True  # images become image blocks; every other block is written as given
+
     #: Before open-responses (a response is ``"type": "message"``) and the chat formats; sniffs
     #: only on what Anthropic alone says (its block types, ``system`` beside ``messages``, ``stop_reason``).
     priority = 12

@@ -64,6 +64,19 @@ class Format:
         it (τ-bench's): given to each session of the file that names none."""
         return None
 
+    #: The session's ground-truth fields (``TRUTH_FIELDS`` and ``turn_truth``) this format's writer keeps, in a
+    #: place of its own; a conversion counts the others a session has, as a warning on its record.
+    keeps_truth: ClassVar[frozenset[str]] = frozenset()
+
+    def kept_truth(self, session: Session) -> frozenset[str]:
+        """The ground-truth fields of ``session`` the writer keeps (``keeps_truth``, unless the session says more)."""
+        return self.keeps_truth
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        """Whether this format's writer keeps a content block that is not text (an image, a file, ...). A
+        conversion counts, as a warning on the record, each block the target format does not carry."""
+        return False
+
     def write(self, session: Session) -> Iterable[Any]:
         """The JSON values that represent ``session`` in this format."""
         raise NotImplementedError(f"{self.name} is read-only")

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
+from evalcore.formats._chat import carries as chat_carries
 from evalcore.formats._chat import chat_message_out, message_names
 from evalcore.formats._mlflow_wire import request_in, response_in
 from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
@@ -38,6 +39,11 @@ class DatabricksFormat(Format):
     name = "databricks"
     description = "Databricks Agent Evaluation / MLflow eval-set rows (request, response, expected_*, trace)"
     writable = True
+    keeps_truth = frozenset({"reference", "expected_facts", "guidelines", "expected_retrieved_context", "goal"})
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        return chat_carries(block)
+
     priority = 30
 
     def sniff(self, value: Any) -> bool:

@@ -40,6 +40,7 @@ class GaussiaFormat(Format):
     name = "gaussia"
     description = "Gaussia Dataset list (JSON array or JSONL) and StreamedBatch JSONL"
     writable = True
+    keeps_truth = frozenset({"turn_truth", "reference"})  # the reference as the last turn's ground truth
     priority = 10
 
     def sniff(self, value: Any) -> bool:

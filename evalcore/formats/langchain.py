@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, expect_dict, expect_list, load_args
+from evalcore.formats._records import build_session, expect_dict, expect_list, load_args, named_call_in, wrapped_list
 from evalcore.formats.base import Format, register
 from evalcore.schema import Session
 
@@ -38,10 +38,7 @@ _CHAT_ROLES = {
 _HANDLED = {"content", "type", "tool_calls", "tool_call_id", "name", "role"}
 
 
-def _message_dicts(value: Any) -> list[Any] | None:
-    if isinstance(value, dict):
-        value = value.get("messages")
-    return value if isinstance(value, list) and value else None
+_message_dicts = wrapped_list
 
 
 def is_langchain_message(m: Any) -> bool:
@@ -119,11 +116,7 @@ def _tool_calls(m: dict[str, Any], blocks: list[dict[str, Any]], field: str) -> 
     if calls:
         out = []
         for i, c in enumerate(expect_list(calls, f"{field}.tool_calls")):
-            c = expect_dict(c, f"{field}.tool_calls[{i}]")
-            if not isinstance(c.get("name"), str):
-                raise RecordError("missing tool name", f"{field}.tool_calls[{i}].name")
-            args = expect_dict(c.get("args") or {}, f"{field}.tool_calls[{i}].args")
-            out.append({"id": c.get("id"), "name": c["name"], "args": args})
+            out.append(named_call_in(c, f"{field}.tool_calls[{i}]")[0])
         return out
     kwargs = m.get("additional_kwargs")
     wire = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None

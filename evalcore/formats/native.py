@@ -9,6 +9,7 @@ from evalcore.errors import RecordError
 from evalcore.formats._records import build_session, expect_dict
 from evalcore.formats.base import Format, register
 from evalcore.schema import SCHEMA_VERSION, Session
+from evalcore.schema.session import TRUTH_FIELDS
 
 _VERSION_PREFIX = f'{{"schema_version":{SCHEMA_VERSION}'
 
@@ -23,6 +24,12 @@ class EvalcoreFormat(Format):
     name = "evalcore"
     description = "our own JSONL, one session a line, lossless"
     writable = True
+
+    keeps_truth = frozenset({*TRUTH_FIELDS, "turn_truth"})
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        return True  # lossless
+
     priority = 0
 
     def sniff(self, value: Any) -> bool:

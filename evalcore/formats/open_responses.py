@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
+from evalcore.formats._blocks import image_url_of, is_text_block
 from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
 from evalcore.formats.base import Format, Reader, register
 from evalcore.formats.jsonio import loads
@@ -109,6 +110,14 @@ class OpenResponsesFormat(Format):
         "(calls linked by call_id)"
     )
     writable = True
+
+    def kept_truth(self, session: Session) -> frozenset[str]:
+        row = session.metadata.get(NS, {}).get("row") if isinstance(session.metadata.get(NS), dict) else None
+        return frozenset({"reference"}) if row else frozenset()  # a LatticeFlow row's ``target``
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        return str(block.get("type", "")).endswith(_PART_SUFFIXES) or image_url_of(block) is not None
+
     priority = 15
 
     def sniff(self, value: Any) -> bool:
@@ -472,4 +481,12 @@ def _content_out(message: Message, *, from_here: bool) -> Any:
     ):
         return content
     part = "output_text" if message.role == "assistant" else "input_text"
+    if isinstance(content, list) and any(image_url_of(b) for b in content):  # another format's images
+        return [
+            {"type": "input_image", "image_url": url}
+            if (url := image_url_of(b)) is not None
+            else {"type": part, "text": b["text"]}
+            for b in content
+            if image_url_of(b) is not None or (is_text_block(b) and isinstance(b.get("text"), str))
+        ]
     return [{"type": part, "text": message.text}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from evalcore.formats._chat import carries as chat_carries
 from evalcore.formats._chat import chat_message_out, chat_messages_in, message_names
 from evalcore.formats._records import build_session, expect_dict, memo
 from evalcore.formats.base import Format, register
@@ -29,6 +30,10 @@ class OpenAIFormat(Format):
     name = "openai"
     description = "OpenAI chat-completions {messages} JSONL with tool_calls (fine-tuning form)"
     writable = True
+
+    def carries(self, block: dict[str, Any]) -> bool:
+        return chat_carries(block)
+
     priority = 80
 
     def sniff(self, value: Any) -> bool:

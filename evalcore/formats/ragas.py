@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo, named_call_in
 from evalcore.formats.base import Format, register
 from evalcore.schema import Message, Session, ToolCall
 
@@ -28,6 +28,7 @@ class RagasFormat(Format):
     name = "ragas"
     description = "ragas MultiTurnSample JSONL (EvaluationDataset.to_jsonl)"
     writable = True
+    keeps_truth = frozenset({"reference", "reference_tool_calls", "reference_topics", "rubrics"})
     priority = 10
 
     def sniff(self, value: Any) -> bool:
@@ -128,10 +129,8 @@ def _message_in(value: Any, field: str) -> dict[str, Any]:
 
 
 def _call_in(value: Any, field: str) -> dict[str, Any]:
-    c = expect_dict(value, field)
-    name = expect_str(c.get("name"), f"{field}.name")
-    args = expect_dict(c.get("args", {}), f"{field}.args")
-    return {"name": name, "args": args}
+    call, _ = named_call_in(value, field)
+    return {"name": call["name"], "args": call["args"]}  # (ragas calls have no id)
 
 
 def _message_out(message: Message) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.errors import RecordError
-from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str
+from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, named_call_in
 from evalcore.formats.base import Format, Reader, register
 from evalcore.schema import Session
 
@@ -263,14 +263,6 @@ def _message_in(m: dict[str, Any], field: str) -> dict[str, Any]:
 
 
 def _call_in(value: Any, field: str) -> dict[str, Any]:
-    c = expect_dict(value, field)
-    name = expect_str(c.get("name"), f"{field}.name")
-    args = expect_dict(c.get("arguments") if c.get("arguments") is not None else {}, f"{field}.arguments")
-    call: dict[str, Any] = {
-        "name": name,
-        "args": args,
-        "metadata": {NS: {k: v for k, v in c.items() if k not in _CALL_KEYS}},
-    }
-    if c.get("id"):
-        call["id"] = expect_str(c["id"], f"{field}.id")
+    call, c = named_call_in(value, field, "arguments")
+    call["metadata"] = {NS: {k: v for k, v in c.items() if k not in _CALL_KEYS}}
     return call

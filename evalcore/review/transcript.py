@@ -15,16 +15,20 @@ from typing import Any, Literal
 
 import orjson
 
+from evalcore.formats._blocks import TEXT_TYPES, image_url_of, media_of
 from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, link_tool_results
 
 __all__ = [
     "LONG_CHARS",
     "LONG_LINES",
+    "IMAGE_BYTES",
     "CallView",
+    "ImageView",
     "Item",
     "MessageView",
     "TranscriptView",
     "TurnView",
+    "attachments",
     "is_long",
     "pretty_json",
     "run_error",
@@ -36,9 +40,6 @@ __all__ = [
 LONG_LINES = 20
 #: Text with more characters than this is "long": the page shows it folded.
 LONG_CHARS = 1500
-
-# Content-block types that carry text (``Message.text`` joins them).
-_TEXT_TYPES = frozenset({"text", "input_text", "output_text", "summary_text", "reasoning_text", "refusal"})
 
 
 def is_long(text: str) -> bool:
@@ -97,12 +98,27 @@ class CallView:
         return self.result is not None
 
 
+#: Embedded images up to this size (decoded) are shown; a larger one is named, not loaded.
+IMAGE_BYTES = 5 << 20
+
+
+@dataclass(frozen=True)
+class ImageView:
+    """An image of a message (any format's image block): its bytes when embedded (a ``data:`` URL, at most
+    ``IMAGE_BYTES``), else its URL only (the page names it; it never fetches what a file points to)."""
+
+    url: str
+    media_type: str | None = None
+    data: bytes | None = None
+
+
 @dataclass(frozen=True)
 class MessageView:
     """A message shown on its own: an assistant message (its calls follow it as ``CallView``\\ s),
     a system message inside the conversation, or a tool message no call claimed (``kind="tool"``).
 
-    ``extra_blocks`` are the content blocks that hold no text (images, files, ...), kept as given.
+    ``images`` are its image blocks; ``extra_blocks`` the other blocks that hold no text (files, audio, ...),
+    kept as given.
     """
 
     kind: Literal["assistant", "system", "tool"]
@@ -111,6 +127,7 @@ class MessageView:
     reasoning: str | None
     is_long: bool
     extra_blocks: tuple[dict[str, Any], ...] = ()
+    images: tuple[ImageView, ...] = ()
 
 
 #: One entry of a turn or of the preamble, in conversation order; ``item.kind`` tells which
@@ -132,6 +149,8 @@ class TurnView:
     truth: TurnTruth
     n_tool_calls: int
     n_missing_results: int
+    user_images: tuple[ImageView, ...] = ()
+    user_blocks: tuple[dict[str, Any], ...] = ()
 
     @property
     def query(self) -> str:
@@ -191,27 +210,39 @@ def turn_count(session: Session) -> int:
     return session.n_turns()
 
 
-def _extra_blocks(message: Message) -> tuple[dict[str, Any], ...]:
+def attachments(message: Message) -> tuple[tuple[ImageView, ...], tuple[dict[str, Any], ...]]:
+    """The blocks of ``message`` that hold no text: its images, and the others (files, audio, ...) as given."""
     content = message.content
     if not isinstance(content, list):
-        return ()
+        return (), ()
     # A block whose text ``Message.text`` shows is not extra (nor is an empty text block).
-    return tuple(b for b in content if not block_text([b]) and not _is_text_block(b))
+    extra = [b for b in content if not block_text([b]) and not _is_text_block(b)]
+    images, others = [], []
+    for block in extra:
+        url = image_url_of(block)
+        if url is None:
+            others.append(block)
+        else:
+            media = media_of(url, IMAGE_BYTES)
+            images.append(ImageView(url, *media) if media else ImageView(url))
+    return tuple(images), tuple(others)
 
 
 def _is_text_block(block: dict[str, Any]) -> bool:
-    return block.get("type", "text") in _TEXT_TYPES and isinstance(block.get("text", block.get("refusal")), str)
+    return block.get("type", "text") in TEXT_TYPES and isinstance(block.get("text", block.get("refusal")), str)
 
 
 def _message_view(message: Message, kind: Literal["assistant", "system", "tool"]) -> MessageView:
     text = message.text
+    images, others = attachments(message)
     return MessageView(
         kind=kind,
         message=message,
         text=text,
         reasoning=message.reasoning or None,
         is_long=is_long(text),
-        extra_blocks=_extra_blocks(message),
+        extra_blocks=others,
+        images=images,
     )
 
 
@@ -263,6 +294,7 @@ def transcript(session: Session) -> TranscriptView:
     for turn in session.turns():
         items = _items(turn.messages[1:], results, claimed)
         calls = [item for item in items if isinstance(item, CallView)]
+        user_images, user_blocks = attachments(turn.messages[0])
         turns.append(
             TurnView(
                 index=turn.index,
@@ -272,6 +304,8 @@ def transcript(session: Session) -> TranscriptView:
                 truth=turn.truth,
                 n_tool_calls=len(calls),
                 n_missing_results=sum(1 for c in calls if c.result is None),
+                user_images=user_images,
+                user_blocks=user_blocks,
             )
         )
     preamble = _items(session.preamble(), results, claimed)
