@@ -52,7 +52,7 @@ def _extras(images: tuple[ImageView, ...], blocks: tuple[dict[str, Any], ...]) -
     """A message's images (embedded ones shown; one a file points to is named, never fetched) and other blocks."""
     for image in images:
         if image.data is not None:
-            st.image(image.data, width=360, caption=image.media_type)
+            st.image(image.data, width="content", caption=image.media_type)  # its own size, at most the column
         else:
             st.caption(f":material/image: image at {code_span(image.url[:300])} (not loaded)")
     for block in blocks:

@@ -123,7 +123,7 @@ nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descen
 view = transcript(session)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
 title, moves = st.columns([5, 3], vertical_alignment="bottom")
-title.markdown(f"### {literal_markdown(session_label(ref))}")
+title.markdown(f"### {literal_markdown(session_label(stored.ref))}")  # (the link may name it by its key)
 S = _shared.SHORTCUTS
 with moves.container(horizontal=True, horizontal_alignment="right", key="moves"):
     st.button(

@@ -37,7 +37,7 @@ def _restart_server() -> None:
 def test_first_start_loads_the_samples_once(fresh_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
     samples = sorted(sample_dataset_name(p) for p in sample_files(SAMPLE_DATA))
-    assert len(samples) == 13
+    assert len(samples) == 16
     at = run(app())
     assert at.selectbox(key="dataset").options == samples
     assert at.selectbox(key="dataset").value == samples[0]

@@ -37,7 +37,7 @@ def _table(at: AppTest) -> dict[str, dict[str, object]]:
 def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
     at = run(app())
     rows = _table(at)
-    assert len(rows) == 15 and {"shop", "review", "sample-ragas"} <= set(rows)
+    assert len(rows) == 18 and {"shop", "review", "sample-ragas"} <= set(rows)
     shop = rows["shop"]
     assert (shop["sessions"], shop["todo"], shop["approved"], shop["flagged"], shop["rejected"]) == (30, 22, 5, 3, 0)
     assert shop["with ground truth"] == 10 and shop["formats"] == "evalcore" and shop["from"] == "shop.jsonl"
@@ -131,7 +131,7 @@ def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch
     assert total > 13
     assert texts(at, "success") == [f"Sample data loaded: {total} new sessions."]
     assert sorted(_table(at)) == sorted(sample_dataset_name(p) for p in sample_files(SAMPLE_DATA))
-    assert at.selectbox(key="dataset").value == "sample-databricks"
+    assert at.selectbox(key="dataset").value == "sample-anthropic"
     at.button(key="load_samples").click()
     run(at)
     assert texts(at, "success") == ["Sample data loaded: 0 new sessions."]  # loading is idempotent
@@ -175,4 +175,4 @@ def test_delete_needs_the_exact_name(db: Path, store: Store) -> None:
     assert "shop" not in store.dataset_names()
     assert "shop" not in _table(at)
     assert at.selectbox(key="dataset").value == "review"  # the first one left
-    assert len(store.dataset_names()) == 14
+    assert len(store.dataset_names()) == 17

@@ -152,7 +152,7 @@ def test_score_filter_by_run_metric_and_range(db: Path, store: Store, tmp_path: 
 def test_every_writable_format_and_the_json_array(db: Path, tmp_path: Path) -> None:
     at = _export()
     options = at.selectbox(key="x_format").options
-    assert options == ["evalcore", "gaussia", "ragas", "open-responses", "databricks", "openai"]
+    assert options == ["evalcore", "gaussia", "ragas", "anthropic", "open-responses", "databricks", "openai"]
     at.selectbox(key="x_format").set_value("openai")
     run(at)
     assert all("messages" in r and "session_id" not in r for r in _records(at))

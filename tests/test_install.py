@@ -67,11 +67,11 @@ def test_evalcore_app_runs_from_an_installed_wheel(tmp_path: Path) -> None:
             wait_idle(page)
             assert page.locator("h1").first.inner_text() == "Datasets"
             # The packaged sample data, loaded on first start: the frame picked its first dataset.
-            assert "dataset=sample-databricks" in page.url
+            assert "dataset=sample-anthropic" in page.url
     finally:
         process.terminate()
         process.wait(10)
         log.close()
     with sqlite3.connect(db) as conn:
         names = [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
-    assert len(names) == 13 and "sample-ragas" in names
+    assert len(names) == 16 and "sample-ragas" in names

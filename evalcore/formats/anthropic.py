@@ -296,8 +296,8 @@ def _block_out(block: dict[str, Any]) -> dict[str, Any]:
 
 
 def _content_out(content: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
-    if isinstance(content, list):
-        return [_block_out(b) for b in content]
+    if isinstance(content, list):  # a block with no string type cannot be sent (nor read back): left out, counted
+        return [_block_out(b) for b in content if isinstance(b.get("type"), str)]
     return content
 
 
@@ -479,7 +479,7 @@ class AnthropicFormat(Format):
     writable = True
 
     def carries(self, block: dict[str, Any]) -> bool:
-        return True  # images become image blocks; every other block is written as given
+        return isinstance(block.get("type"), str)  # images become image blocks; other typed blocks go as given
 
     #: Before open-responses (a response is ``"type": "message"``) and the chat formats; sniffs
     #: only on what Anthropic alone says (its block types, ``system`` beside ``messages``, ``stop_reason``).

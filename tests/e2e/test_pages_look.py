@@ -4,7 +4,9 @@ saved under tests/e2e/artifacts/ (``shot``) for a person to look at, and checked
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,7 +51,7 @@ def test_datasets_and_sessions_pages(server: Server, new_page: NewPage) -> None:
     page = new_page("/")
     expect(heading(page)).to_have_text("Datasets")
     expect(page.get_by_role("heading", name="Import a file")).to_be_visible()
-    expect(page.get_by_role("heading", name="Manage sample-databricks")).to_be_visible()
+    expect(page.get_by_role("heading", name="Manage sample-anthropic")).to_be_visible()
     shot(page, "datasets")
 
     page.get_by_role("link", name="Sessions").click()
@@ -64,7 +66,7 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
         "SELECT s.key FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
         " WHERE d.name = 'sample-evalcore' AND s.session_id = 'air-missed-connection-0412'"
     )
-    page = new_page(review_path("sample-evalcore", ref))  # the stored identity (id:...) opens it too
+    page = new_page(review_path("sample-evalcore", ref))  # the stored identity (ida:...) opens it too
     expect(heading(page)).to_have_text("air-missed-connection-0412")
     set_reviewer(page, "Alice")
     shot(page, "review-top")
@@ -97,3 +99,23 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
             expect(verdict).to_have_attribute("aria-checked", "true")
             settle(page)
         shot(page, "review-tab-" + "-".join(tab.lower().replace("&", " ").split()))
+
+
+def test_review_shows_an_image_and_a_failed_runs_error(server: Server, new_page: NewPage) -> None:
+    """A user's image (embedded in an Anthropic request) is drawn in its turn; a trace whose span failed says so
+    at the top of the page."""
+    expect(heading(new_page("/"))).to_have_text("Datasets")  # (the samples are loaded on the first visit)
+    [(key,)] = server.rows(
+        "SELECT s.key FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
+        ' WHERE d.name = \'sample-anthropic\' AND s.data LIKE \'%"source":{"type":"base64"%\' LIMIT 1'
+    )
+    page = new_page(review_path("sample-anthropic", key))
+    image = page.locator('[data-testid="stMain"] [data-testid="stImage"] img').first
+    expect(image).to_be_visible()
+    shot(page, "review-image")
+
+    trace = Path(__file__).parent.parent / "data" / "real" / "traces" / "mlflow_error_trace.json"
+    (ref,) = server.import_sessions("failed-trace", [json.dumps(json.loads(trace.read_text()))], "trace.jsonl")
+    page = new_page(review_path("failed-trace", ref))
+    expect(page.get_by_text("The run failed: ConnectionError")).to_be_visible()
+    shot(page, "review-error")
