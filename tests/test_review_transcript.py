@@ -194,11 +194,17 @@ def test_structured_content_blocks_and_reasoning() -> None:
 
 def test_extra_blocks_are_the_ones_without_text() -> None:
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    audio = {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}}
     session = _session(
-        [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "text", "text": "see"}, image]}]
+        [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "text", "text": "see"}, image, audio]},
+        ]
     )
     item = transcript(session).turns[0].items[0]
-    assert isinstance(item, MessageView) and item.extra_blocks == (image,) and item.text == "see"
+    assert isinstance(item, MessageView) and item.text == "see"
+    assert item.extra_blocks == (audio,)  # images apart, drawn (their bytes decoded)
+    assert [(i.url, i.media_type, i.data) for i in item.images] == [(image["image_url"]["url"], "image/png", b"\0\0\0")]
 
 
 def test_long_outputs_are_flagged() -> None:
