@@ -28,7 +28,7 @@ import pytest
 from openai_server import FakeOpenAI, LoopbackServer
 from pydantic import BaseModel
 
-import evalcore.judge.client as judge_client
+import evalcore.model.client as judge_client
 from evalcore.errors import UsageError
 from evalcore.judge import Judge, JudgeCache, JudgeConfig, JudgeError, MemoryCache, Verdict
 from evalcore.metrics import Metric, create_metric

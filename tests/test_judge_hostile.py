@@ -29,8 +29,8 @@ from openai_server import HOSTILE, HostileOpenAI
 from pydantic import BaseModel
 
 from evalcore.judge import Judge, JudgeConfig, JudgeError
-from evalcore.judge.redact import REDACTED, public_url
 from evalcore.metrics.base import MAX_REASON_CHARS
+from evalcore.model.redact import REDACTED, public_url
 from evalcore.scoring import RunReport, score_dataset
 from evalcore.store import Store, import_file
 from evalcore.store.runs import Runs, ScoreRow

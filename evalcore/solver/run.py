@@ -10,7 +10,10 @@ What each builder does (LatticeFlow's ``multi_turn_solver``):
   ``output_role``. The extra messages are the judge's instructions: they are not part of the conversation.
 - ``loop`` runs its builders again and again, ``loop_index`` counting from 0, until one of them meets its
   ``terminate_if``; then execution goes on after the loop. Reaching ``max_iterations`` goes on too with
-  ``on_max_iterations: continue`` (and whenever nothing inside can terminate); with ``error`` the sample fails.
+  ``on_max_iterations: continue``; with ``error`` the sample fails. The seed: "This option is only meaningful
+  when at least one nested message_builder has a termination condition. If no nested message_builder has a
+  termination condition, the enum value is ignored and the behavior is always treated as continue." A
+  ``terminate_if`` at any depth counts (one in an inner loop too, though it only ever ends the inner loop).
 - ``load_trace`` reads a recorded conversation from the sample's ``trace_column`` (in any format evalcore
   reads: a Trace object or its JSON text, OpenAI, Anthropic or LangChain messages...) into the history.
 
@@ -20,8 +23,9 @@ condition is met. Outside of a loop, decides if the message is kept or not if th
 met." So:
 
 - inside a loop, the innermost loop ends; with ``keep_iteration: false`` every message of its current
-  iteration is dropped (the seed's loop example: the judge's ``<done>`` turn is not kept), with ``true``
-  they stay; execution continues after that loop (an enclosing loop goes on with its iteration);
+  iteration is dropped, with ``true`` they stay; execution continues after that loop (an enclosing loop goes
+  on with its iteration). The seed's judge example: "The conversation continues until the judge outputs
+  <done>, at which point the loop terminates and that turn is discarded.";
 - outside a loop, the conversation ends there: the builders after it do not run; with ``keep_iteration:
   false`` the message that met the condition is dropped, with ``true`` it is the last message. This is our
   reading of the seed's clarification example: its judge answers ``<done>`` once the model has answered (a
@@ -84,7 +88,7 @@ class Completion(Protocol):
     @property
     def latency_ms(self) -> float: ...
     @property
-    def cached(self) -> bool: ...
+    def warning(self) -> str | None: ...
 
 
 class ChatModel(Protocol):
@@ -103,7 +107,8 @@ class CallRecord:
     output_tokens: int | None
     cost: float | None
     latency_ms: float
-    cached: bool = False
+    #: What the client had to say about the answer (usage figures that cannot be true, say).
+    warning: str | None = None
 
 
 @dataclass
@@ -287,12 +292,12 @@ class _Run:
         self.calls.append(
             CallRecord(
                 builder=path,
-                model=completion.model or model,
+                model=model,
                 input_tokens=completion.input_tokens,
                 output_tokens=completion.output_tokens,
                 cost=completion.cost,
                 latency_ms=completion.latency_ms,
-                cached=completion.cached,
+                warning=completion.warning,
             )
         )
         return completion.text
@@ -394,6 +399,8 @@ async def solve(
     if concurrency < 1:
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
     task.templates()
+    if not samples:
+        return []
     results: list[SampleResult | None] = [None] * len(samples)
     todo = iter(enumerate(samples))
 

@@ -29,8 +29,8 @@ class SamplesError(UsageError):
 
 
 def load_samples(path: str | Path) -> list[dict[str, Any]]:
-    """The samples of the file at ``path`` (``.csv``: a header row, then one sample a row; else JSONL, or a
-    JSON array of objects); a file with any bad line or row is a ``SamplesError`` naming each."""
+    """The samples of the file at ``path`` (``.csv``: a header row, then one sample a row; else JSONL, a JSON
+    array of objects or one object); a file with any bad line or row is a ``SamplesError`` naming each."""
     rows, problems = read_samples(path)
     if problems:
         raise SamplesError(str(path), problems)
@@ -59,6 +59,13 @@ def _json_rows(text: str) -> tuple[list[dict[str, Any]], list[str]]:
         if not isinstance(value, list):
             return [], ["expected a JSON array of objects"]
         return _objects([(f"item {i}", v) for i, v in enumerate(value)])
+    if text.lstrip().startswith("{"):
+        try:
+            whole = loads(text)
+        except ValueError:
+            whole = None  # JSON lines (or a bad line, reported below)
+        if isinstance(whole, dict):
+            return [whole], []  # one sample, written over several lines
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     values: list[tuple[str, Any]] = []
     problems = []

@@ -23,15 +23,17 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from evalcore.errors import UsageError
+from evalcore.registry import Registry
 from evalcore.solver.templates import Templates, syntax_problem
 
 __all__ = [
+    "BUILDERS",
     "BUILDER_TYPES",
     "Builder",
     "ChatMessage",
@@ -172,6 +174,11 @@ class LoadTrace(BaseModel):
 LoopBuilder = Annotated[ChatMessage | Generate | GenerateMessage | Loop, Field(discriminator="type")]
 Builder = Annotated[ChatMessage | Generate | GenerateMessage | Loop | LoadTrace, Field(discriminator="type")]
 Loop.model_rebuild()
+
+#: The message builders by their ``type``, in the registry formats and metrics use (a name is taken once).
+BUILDERS: Registry[type[BaseModel]] = Registry("message builder")
+for _builder in (ChatMessage, Generate, GenerateMessage, Loop, LoadTrace):
+    BUILDERS.add(get_args(_builder.model_fields["type"].annotation)[0], _builder)
 
 
 class Solver(BaseModel):

@@ -13,8 +13,8 @@ from evalcore.errors import NotFoundError
 from evalcore.formats.jsonio import loads
 from evalcore.gcpause import paused_gc
 from evalcore.judge.client import CachedCall
-from evalcore.judge.redact import public_url
 from evalcore.metrics.base import MetricResult
+from evalcore.model.redact import public_url
 from evalcore.runspec import MetricSpec, RunStatus, run_status
 from evalcore.schema import Session
 from evalcore.store.queries import SessionFilter

@@ -1,0 +1,110 @@
+"""Where a model is and how to talk to it: the endpoint, the key (never shown), limits and prices.
+
+One OpenAI-compatible endpoint serves every model evalcore calls: the judge (``evalcore.judge``) and the
+models the solver converses with (``evalcore.solver``) both go through ``evalcore.model.ModelClient``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalcore.errors import UsageError
+from evalcore.model.redact import public_url
+
+__all__ = ["DEFAULT_PRICES", "ModelConfig", "load_prices"]
+
+#: US dollars per million tokens (input, output). Extend with ``EVALCORE_PRICES`` (a JSON file
+#: ``{"model": [input, output]}``) or ``--prices``; a model with no price has no cost.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+
+def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[float, float]]:
+    """The default price table, extended (and overridden) by a JSON file."""
+    prices = dict(DEFAULT_PRICES)
+    source = path or os.environ.get("EVALCORE_PRICES")
+    if source:
+        try:
+            extra = json.loads(Path(source).read_text(encoding="utf-8"))
+            for model, pair in extra.items():
+                prices[model] = (float(pair[0]), float(pair[1]))
+        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+            raise UsageError(
+                f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
+            ) from exc
+    return prices
+
+
+@dataclass
+class ModelConfig:
+    """Everything the client needs to reach a model. ``from_env`` fills it the way the CLI does.
+
+    ``timeout`` bounds each attempt at a call as a whole (connecting, sending, every byte of the
+    answer), not each read; ``max_response_bytes`` bounds an answer's size, both as sent and once
+    decompressed. The API key and any credentials in ``base_url`` are never shown: ``repr`` and
+    ``public_url`` leave them out. ``model`` is the model a call names when it names none.
+    """
+
+    model: str
+    base_url: str = "https://api.openai.com/v1"
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 60.0
+    max_retries: int = 4
+    backoff: float = 1.0  # seconds before the first retry; doubles each time
+    max_wait: float = 60.0  # never wait longer than this between tries
+    concurrency: int = 8
+    prices: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    max_response_bytes: int = 4 * 1024 * 1024  # an answer larger than this (sent or decoded) fails its call
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.public_url!r}, "
+            f"api_key={'[REDACTED]' if self.api_key else None}, timeout={self.timeout!r}, "
+            f"max_retries={self.max_retries!r}, concurrency={self.concurrency!r})"
+        )
+
+    @property
+    def public_url(self) -> str:
+        """The base URL without credentials (user, password, secret query parameters): what may be stored or shown."""
+        return public_url(self.base_url)
+
+    @classmethod
+    def for_models(
+        cls,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        prices: str | None = None,
+        **options: object,
+    ) -> ModelConfig:
+        """The endpoint of the models evalcore converses with: options, else ``EVALCORE_BASE_URL``,
+        ``EVALCORE_API_KEY`` / ``OPENAI_API_KEY``."""
+        env = os.environ
+        url = base_url or env.get("EVALCORE_BASE_URL") or cls.base_url
+        key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
+        config = cls(model=model, base_url=url.rstrip("/"), api_key=key, prices=load_prices(prices))
+        config.set_options(options)
+        return config
+
+    def set_options(self, options: dict[str, object]) -> None:
+        """Set the options given (``None``: left as it is)."""
+        for option, value in options.items():
+            if value is not None:
+                setattr(self, option, value)
+
+    def cost(self, input_tokens: int, output_tokens: int, model: str | None = None) -> float | None:
+        """The price of a call to ``model`` (default: ``self.model``), or ``None`` when it has no price."""
+        price = self.prices.get(model or self.model)
+        if price is None:
+            return None
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
