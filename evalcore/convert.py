@@ -142,12 +142,16 @@ def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:
     """A warning for each message whose content has blocks (images, files, ...) ``fmt`` does not carry, and one
     for the ground truth it has no place for: what writing ``session`` in ``fmt`` leaves out, counted, never
     silently."""
+    if fmt.lossless:  # (this runs for every session converted)
+        return []
     problems = []
     kept = fmt.kept_truth(session)
     lost_truth = [name for name in (*TRUTH_FIELDS, "turn_truth") if name not in kept and _has(session, name)]
     if lost_truth:
         problems.append(Problem("warning", None, f"{', '.join(lost_truth)} not carried by {fmt.name}: dropped"))
     for i, message in enumerate(session.messages):
+        if type(message.content) is not list:
+            continue
         lost = [b for b in non_text_blocks(message.content) if not fmt.carries(b)]
         if lost:
             kinds = Counter(str(b.get("type", "untyped")) for b in lost)

@@ -7,6 +7,7 @@ and the format readers of ``load_trace`` are the real ones.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 from collections import deque
@@ -18,8 +19,9 @@ import pytest
 from solver_server import JUDGE, MODEL, Reply, Script, ScriptedOpenAI, clarify, confirmation
 
 from evalcore.errors import EvalcoreError, RegistryError, UnknownNameError, UsageError
-from evalcore.formats import detect_format
+from evalcore.formats import detect_format, read
 from evalcore.model import ModelClient, ModelConfig
+from evalcore.overview import sample_files
 from evalcore.solver import (
     SampleResult,
     SamplesError,
@@ -27,12 +29,14 @@ from evalcore.solver import (
     TaskError,
     load_samples,
     load_task,
+    parse_samples,
     parse_task,
     read_samples,
     sample_key,
     solve,
     solve_sample,
 )
+from evalcore.solver import templates as templates_module
 from evalcore.solver.task import BUILDER_TYPES, BUILDERS, ChatMessage, Generate, Loop
 from evalcore.solver.templates import SampleView, TemplateError, Templates
 
@@ -534,6 +538,10 @@ def test_templates_unit_render_and_errors() -> None:
             "w: the template asks for too large a value (an exponent of 100,000; at most 1,000)",
         ),
         ("{% for i in range(10**9) %}{% endfor %}", "w: the template asks for too large a value (Range too big. "),
+        (
+            "{% for i in range(100000) %}{% for j in range(100) %}{{ 'x' }}{% endfor %}{% endfor %}",
+            "w: the template asks for too large a value (a text of more than 1,000,000 characters)",
+        ),
     ],
 )
 def test_a_template_cannot_exhaust_memory_or_time(content: str, error: str) -> None:
@@ -545,6 +553,14 @@ def test_a_template_cannot_exhaust_memory_or_time(content: str, error: str) -> N
     assert (
         Templates().render("{{ 'ab' * 3 }} {{ 2 ** 10 }} {{ 3 * 4 }}", "w", sample={}, messages=[]) == "ababab 1024 12"
     )
+
+
+def test_a_template_that_renders_for_too_long_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(templates_module, "MAX_SECONDS", 0.01)
+    with pytest.raises(
+        TemplateError, match=r"^w: the template asks for too large a value \(more than 0.01 s of rendering\)$"
+    ):
+        Templates().render("{% for i in range(100000) %}{{ i }}{% endfor %}", "w", sample={}, messages=[])
 
 
 def test_templates_are_compiled_once_per_task() -> None:
@@ -575,7 +591,11 @@ def test_templates_are_compiled_once_per_task() -> None:
             "message_builders[0]: content: undefined variable: "
             "'loop_index' is undefined: it is defined only inside a loop",
         ),
-        ("{{ messages[3].content }}", "message_builders[0]: content: undefined variable: list object has no element 3"),
+        (
+            "{{ messages[3].content }}",
+            "message_builders[0]: content: undefined variable: "
+            "messages has no element 3 (the conversation has 0 messages)",
+        ),
         ("{% if sample.question %}x{% endif %}", None),
     ],
 )
@@ -625,7 +645,7 @@ def test_config_keys_are_listed_then_filled() -> None:
         task.configure({"judge": JUDGE})
     assert caught.value.problems == [
         "message_builders[3]: model_key: config key 'judge_model' is not set "
-        "(give --config judge_model=VALUE) (line 31)"
+        "(give --config judge_model=VALUE) (line 36)"
     ]
 
 
@@ -635,7 +655,7 @@ def test_a_missing_config_key_is_an_error_naming_it_and_where_it_is_used() -> No
     assert str(caught.value) == (
         f"{TASKS / 'clarification_loop.yaml'}: 1 problem\n"
         "  message_builders[3].loop.message_builders[0]: model_key: config key 'judge_model' is not set "
-        "(give --config judge_model=VALUE) (line 30)"
+        "(give --config judge_model=VALUE) (line 35)"
     )
     assert isinstance(caught.value, UsageError)
 
@@ -729,6 +749,56 @@ def test_load_trace_continues_a_recorded_conversation_in_each_format(name: str) 
     ]
 
 
+SAMPLE_TRACES = {  # a sample file of each format evalcore reads: what its first conversation is, as one value
+    "anthropic.jsonl": "anthropic",
+    "databricks.jsonl": "databricks",
+    "evalcore.jsonl": "evalcore",
+    "gaussia.json": "gaussia",
+    "gaussia_stream.jsonl": "gaussia",
+    "langchain.jsonl": "langchain",
+    "mlflow_trace.json": "mlflow-trace",
+    "mlflow_traces.jsonl": "mlflow-trace",
+    "open_responses.jsonl": "open-responses",
+    "open_responses_items.json": "open-responses",
+    "openai.jsonl": "openai",
+    "openai_agents.json": "openai-agents",
+    "ragas.jsonl": "ragas",
+    "swarm.jsonl": "swarm",
+    "tau2_bench.json": "tau2-bench",
+    "tau_bench.json": "tau-bench",
+}
+
+
+def test_every_sample_file_has_a_trace_case() -> None:
+    assert sorted(SAMPLE_TRACES) == sorted(p.name for p in sample_files(ROOT / "sample_data"))
+
+
+@pytest.mark.parametrize("name", list(SAMPLE_TRACES))
+def test_load_trace_reads_a_conversation_of_every_format_as_import_does(name: str) -> None:
+    """The trace column may hold a conversation in any format evalcore reads: load_trace reads it as importing it
+    would, and the model gets it as a valid chat (tool results after the calls they answer, by id)."""
+    text = (ROOT / "sample_data" / name).read_text(encoding="utf-8")
+    value = json.loads(text.splitlines()[0]) if name.endswith(".jsonl") else json.loads(text)
+    if name in ("gaussia.json", "tau_bench.json"):
+        value = value[0]  # (these files are arrays of conversations)
+    assert detect_format(value).name == SAMPLE_TRACES[name]
+    imported = next(r.session for r in read(io.StringIO(json.dumps(value))) if r.session is not None)
+    expected = [(m.role, m.text) for m in imported.messages_with_context()]
+    task = make_task({"type": "load_trace", "trace_column": "trace"}, generate())
+    result, server = run_one(task, {"trace": value}, queued({MODEL: ["next"]}))
+    assert result.ok, result.error
+    assert convo(result) == [*expected, ("assistant", "next")]
+    (request,) = server.calls(MODEL)
+    assert len(request) == len(expected)
+    called: set[str] = set()
+    for message in request:
+        assert message["role"] in ("system", "user", "assistant", "tool")
+        called |= {call["id"] for call in message.get("tool_calls") or []}
+        if message["role"] == "tool":
+            assert message["tool_call_id"] in called
+    assert called or not imported.tool_calls()
+
+
 def test_load_trace_with_tool_calls_sends_them_linked_to_their_results() -> None:
     transcript = [
         {"role": "user", "content": "What is the weather in Seoul?"},
@@ -772,7 +842,19 @@ def test_load_trace_with_tool_calls_sends_them_linked_to_their_results() -> None
         ),
         (
             {"trace": [{"role": "wizard", "content": "x"}]},
-            "message_builders[0]: trace_column 'trace': the trace cannot be read",
+            "message_builders[0]: trace_column 'trace': the trace cannot be read: "
+            "messages[0].role: unknown role 'wizard'",
+        ),
+        (
+            {
+                "trace": {
+                    "items": [
+                        {"type": "message", "role": "user", "content": "q"},
+                        {"type": "message", "role": "wizard"},
+                    ]
+                }
+            },
+            "message_builders[0]: trace_column 'trace': the trace cannot be read: items[1].role: unknown role 'wizard'",
         ),
     ],
 )
@@ -986,6 +1068,15 @@ BAD_TASKS = {
         HEAD + "      - type: generate\n        terminate_if: {keep_iteration: false}\n",
         ["message_builders[0].generate.terminate_if: includes: required (line 6)"],
     ),
+    "terminate_if on an extra input message": (
+        HEAD
+        + "      - type: generate_message\n        model_id: j\n        extra_input_messages:\n"
+        + "          - {role: user, content: x, terminate_if: {includes: y}}\n",
+        [
+            "message_builders[0].generate_message.extra_input_messages[0]: terminate_if: "
+            "not allowed on an extra input message (put it on the generate_message) (line 8)"
+        ],
+    ),
     "unknown field": (
         HEAD + "      - type: generate\n        temperature: 0\n",
         ["message_builders[0]: temperature: unknown field (line 6)"],
@@ -1168,6 +1259,12 @@ def test_bad_samples_are_named_by_line_and_the_good_ones_kept(tmp_path: Path) ->
         assert caught.value.problems == [problem]
     with pytest.raises(SamplesError, match="cannot read the file"):
         load_samples(tmp_path / "none.jsonl")
+    # An upload's text, read alike.
+    assert parse_samples("\ufeffq,t\n1,2\n3\n", "upload.CSV") == (
+        [{"q": "1", "t": "2"}],
+        ["line 3: 1 fields, the header has 2"],
+    )
+    assert parse_samples('{"q": 1}\n') == ([{"q": 1}], [])
 
 
 def test_the_builders_are_registered_by_type() -> None:

@@ -67,6 +67,8 @@ class Format:
     #: The session's ground-truth fields (``TRUTH_FIELDS`` and ``turn_truth``) this format's writer keeps, in a
     #: place of its own; a conversion counts the others a session has, as a warning on its record.
     keeps_truth: ClassVar[frozenset[str]] = frozenset()
+    #: Writes everything the canonical model holds (``evalcore``): a conversion to it drops nothing.
+    lossless: ClassVar[bool] = False
 
     def kept_truth(self, session: Session) -> frozenset[str]:
         """The ground-truth fields of ``session`` the writer keeps (``keeps_truth``, unless the session says more)."""

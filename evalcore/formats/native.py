@@ -26,6 +26,7 @@ class EvalcoreFormat(Format):
     writable = True
 
     keeps_truth = frozenset({*TRUTH_FIELDS, "turn_truth"})
+    lossless = True
 
     def carries(self, block: dict[str, Any]) -> bool:
         return True  # lossless

@@ -16,12 +16,13 @@ from evalcore.solver.run import (
     solve,
     solve_sample,
 )
-from evalcore.solver.samples import SamplesError, load_samples, read_samples
+from evalcore.solver.samples import SamplesError, load_samples, parse_samples, read_samples
 from evalcore.solver.task import (
     BUILDER_TYPES,
     ChatMessage,
     Generate,
     GenerateMessage,
+    InputMessage,
     LoadTrace,
     Loop,
     Solver,
@@ -41,6 +42,7 @@ __all__ = [
     "Completion",
     "Generate",
     "GenerateMessage",
+    "InputMessage",
     "LoadTrace",
     "Loop",
     "SampleResult",
@@ -53,6 +55,7 @@ __all__ = [
     "TerminateIf",
     "load_samples",
     "load_task",
+    "parse_samples",
     "parse_task",
     "read_samples",
     "sample_key",

@@ -53,8 +53,18 @@ from evalcore.errors import EvalcoreError, UsageError
 from evalcore.formats._chat import chat_message_out
 from evalcore.formats.jsonio import loads
 from evalcore.schema import Message, Session, call_ids
-from evalcore.solver.task import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, TerminateIf
-from evalcore.solver.templates import SampleView, Templates
+from evalcore.solver.task import (
+    ChatMessage,
+    Generate,
+    GenerateMessage,
+    InputMessage,
+    LoadTrace,
+    Loop,
+    Task,
+    TaskError,
+    TerminateIf,
+)
+from evalcore.solver.templates import MessagesView, SampleView, Templates
 
 __all__ = [
     "CallRecord",
@@ -196,7 +206,7 @@ class _Conversation:
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.chat: list[dict[str, Any]] = []
-        self.view: list[dict[str, Any]] = []
+        self.view = MessagesView()
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -279,7 +289,7 @@ class _Run:
         text = await self.call(history + extra, builder.model, path)
         return Message(role=builder.output_role, content=text)
 
-    def render(self, message: ChatMessage, where: str, loop_index: int | None) -> str:
+    def render(self, message: InputMessage, where: str, loop_index: int | None) -> str:
         return self.templates.render(
             message.content, where, sample=self.sample, messages=self.conversation.view, loop_index=loop_index
         )
@@ -329,6 +339,8 @@ def load_trace_messages(sample: dict[str, Any], column: str, path: str) -> list[
         sessions = [session for _, session in [*reader.feed(value, 1), *reader.close()]]
     except EvalcoreError as exc:
         raise SolveError(f"{where}: the trace cannot be read: {exc}") from None
+    if reader.failures:  # a part of it could not be read: the conversation would miss it
+        raise SolveError(f"{where}: the trace cannot be read: {reader.failures[0][1]}")
     if not sessions:
         raise SolveError(f"{where}: the trace ({fmt.name}) holds no conversation")
     messages = sessions[0].messages_with_context()

@@ -12,20 +12,14 @@ import io
 from pathlib import Path
 from typing import Any
 
-from evalcore.errors import UsageError
 from evalcore.formats.jsonio import loads
+from evalcore.solver.task import TaskError
 
-__all__ = ["SamplesError", "load_samples", "read_samples"]
+__all__ = ["SamplesError", "load_samples", "parse_samples", "read_samples"]
 
 
-class SamplesError(UsageError):
+class SamplesError(TaskError):
     """A samples file that cannot be used as it is: ``problems`` lists every bad line or row."""
-
-    def __init__(self, source: str, problems: list[str]) -> None:
-        self.source = source
-        self.problems = problems
-        head = f"{source}: {len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        super().__init__(head + "".join(f"\n  {p}" for p in problems))
 
 
 def load_samples(path: str | Path) -> list[dict[str, Any]]:
@@ -44,7 +38,14 @@ def read_samples(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise SamplesError(str(path), [f"cannot read the file: {exc}"]) from None
-    rows, problems = _csv_rows(text) if path.suffix.lower() == ".csv" else _json_rows(text)
+    return parse_samples(text, path.name)
+
+
+def parse_samples(text: str, name: str = "samples.jsonl") -> tuple[list[dict[str, Any]], list[str]]:
+    """The good samples of a file's ``text`` (an upload, say), and a problem for each bad line or row; ``name``
+    ending in ``.csv`` reads it as CSV, else as JSON."""
+    text = text.removeprefix("\ufeff")
+    rows, problems = _csv_rows(text) if name.lower().endswith(".csv") else _json_rows(text)
     if not rows and not problems:
         problems.append("no samples in the file")
     return rows, problems

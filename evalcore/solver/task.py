@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
@@ -39,6 +40,7 @@ __all__ = [
     "ChatMessage",
     "Generate",
     "GenerateMessage",
+    "InputMessage",
     "LoadTrace",
     "Loop",
     "LoopBuilder",
@@ -61,7 +63,8 @@ Loc = tuple[str | int, ...]
 
 
 class TaskError(UsageError):
-    """A task file that cannot be run: ``problems`` lists every one, each naming where it is."""
+    """A task file that cannot be run: ``problems`` lists every one, each naming where it is (also the base of
+    ``SamplesError``, a samples file's problems)."""
 
     def __init__(self, source: str, problems: list[str]) -> None:
         self.source = source
@@ -84,14 +87,20 @@ class TerminateIf(BaseModel):
         return self.includes in text
 
 
-class ChatMessage(BaseModel):
-    """``chat_message``: appends a fixed or templated message."""
+class InputMessage(BaseModel):
+    """A message of ``extra_input_messages``: a ``chat_message`` given to a ``generate_message``'s model besides
+    the conversation (its ``type`` may be left out; it has no ``terminate_if``: it is not part of the conversation)."""
 
     model_config = _STRICT
 
     type: Literal["chat_message"] = "chat_message"
     role: Role
     content: str
+
+
+class ChatMessage(InputMessage):
+    """``chat_message``: appends a fixed or templated message."""
+
     terminate_if: TerminateIf | None = None
 
 
@@ -112,7 +121,7 @@ class GenerateMessage(BaseModel):
     type: Literal["generate_message"]
     model_key: str | None = None
     model_id: str | None = Field(default=None, validate_default=True)
-    extra_input_messages: list[ChatMessage] = Field(min_length=1)
+    extra_input_messages: list[InputMessage] = Field(min_length=1)
     include_conversation: bool = True
     output_role: Role = "assistant"
     terminate_if: TerminateIf | None = None
@@ -253,8 +262,6 @@ def parse_task(text: str, config: Mapping[str, str] | None = None, *, source: st
 
     Each problem names the builder's path and field, and the line of the file it is on.
     """
-    import yaml  # type: ignore[import-untyped, unused-ignore]  # (stubs: types-PyYAML, when installed)
-
     try:
         document = yaml.safe_load(text)
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -449,8 +456,11 @@ def _problem(error: ErrorDetails) -> tuple[Loc, str]:
         return (*loc[:-1], str(ctx["field"])), error["msg"]
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         return (*loc, "type"), _tag_reason(loc, error)
-    if kind == "extra_forbidden" and loc[-1] == "terminate_if" and len(loc) > 1 and loc[-2] in ("loop", "load_trace"):
-        return loc, f"not allowed on a {loc[-2]} (a builder inside a loop may have one)"
+    if kind == "extra_forbidden" and loc[-1] == "terminate_if" and len(loc) > 1:
+        if loc[-2] in ("loop", "load_trace"):
+            return loc, f"not allowed on a {loc[-2]} (a builder inside a loop may have one)"
+        if len(loc) > 2 and loc[-3] == "extra_input_messages":
+            return loc, "not allowed on an extra input message (put it on the generate_message)"
     return loc, _reason(kind, error)
 
 

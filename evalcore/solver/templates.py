@@ -13,6 +13,7 @@ problem of the file), and rendered per sample. A content with no Jinja in it is 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +26,9 @@ from jinja2.utils import missing
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
-    from evalcore.solver.task import ChatMessage, Task
+    from evalcore.solver.task import InputMessage, Task
 
-__all__ = ["SampleView", "TemplateError", "Templates", "message_templates", "syntax_problem"]
+__all__ = ["MessagesView", "SampleView", "TemplateError", "Templates", "message_templates", "syntax_problem"]
 
 
 class TemplateError(EvalcoreError):
@@ -39,8 +40,12 @@ class SampleView(dict[str, Any]):
     """A sample's fields as the templates see them (a dict, named so that a missing field is reported as one)."""
 
 
+class MessagesView(list[dict[str, Any]]):
+    """The conversation as the templates see it: ``{role, content}`` dicts (a list, named for its errors)."""
+
+
 class _Undefined(StrictUndefined):
-    """``StrictUndefined`` whose message names a missing sample field as such."""
+    """``StrictUndefined`` whose message names a missing sample field, or message, as such."""
 
     __slots__ = ()
 
@@ -53,6 +58,8 @@ class _Undefined(StrictUndefined):
         if isinstance(obj, SampleView):
             fields = ", ".join(sorted(map(str, obj))) or "none"
             return f"the sample has no field {name!r} (its fields: {fields})"
+        if isinstance(obj, MessagesView):
+            return f"messages has no element {name!r} (the conversation has {len(obj)} messages)"
         if obj is missing:
             return f"{name!r} is undefined"
         return str(super()._undefined_message)
@@ -61,10 +68,13 @@ class _Undefined(StrictUndefined):
 #: The longest text or list a template may make with ``*``, and the largest exponent of ``**``.
 MAX_REPEAT = 1_000_000
 MAX_EXPONENT = 1_000
+#: The longest text a template may render, and the longest it may take (checked as its output comes).
+MAX_TEXT = 1_000_000
+MAX_SECONDS = 5.0
 
 
 class _TooLarge(TemplateRuntimeError):
-    """A template asked for a value too large to make (``'a' * 10**10``, ``9 ** 10**9``)."""
+    """A template asked for a value too large to make (``'a' * 10**10``, ``7 ** 100000``, a huge text)."""
 
 
 class _Environment(ImmutableSandboxedEnvironment):
@@ -98,6 +108,21 @@ _ENV = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newlin
 _OUTSIDE_LOOP = _Undefined(hint="'loop_index' is undefined: it is defined only inside a loop", name="loop_index")
 
 
+def _bounded(template: Template, variables: dict[str, Any]) -> str:
+    """``template`` rendered, given up past ``MAX_TEXT`` characters or ``MAX_SECONDS`` (a loop that writes)."""
+    deadline = time.monotonic() + MAX_SECONDS
+    parts: list[str] = []
+    size = 0
+    for part in template.generate(variables):
+        parts.append(part)
+        size += len(part)
+        if size > MAX_TEXT:
+            raise _TooLarge(f"a text of more than {MAX_TEXT:,} characters")
+        if time.monotonic() > deadline:
+            raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
+    return "".join(parts)
+
+
 def _is_template(source: str) -> bool:
     return "{{" in source or "{%" in source or "{#" in source
 
@@ -113,11 +138,11 @@ def syntax_problem(source: str) -> str | None:
     return None
 
 
-def message_templates(task: Task) -> Iterator[tuple[str, ChatMessage]]:
+def message_templates(task: Task) -> Iterator[tuple[str, InputMessage]]:
     """Every ``chat_message`` of ``task`` (extra input messages included), with its path."""
     from evalcore.solver.task import ChatMessage, GenerateMessage, Loop
 
-    def walk(builders: list[Any], prefix: str) -> Iterator[tuple[str, ChatMessage]]:
+    def walk(builders: list[Any], prefix: str) -> Iterator[tuple[str, InputMessage]]:
         for i, builder in enumerate(builders):
             path = f"{prefix}message_builders[{i}]"
             if isinstance(builder, ChatMessage):
@@ -181,7 +206,7 @@ class Templates:
         view = sample if isinstance(sample, SampleView) else SampleView(sample)
         index: Any = _OUTSIDE_LOOP if loop_index is None else loop_index
         try:
-            return template.render(sample=view, messages=messages, loop_index=index)
+            return _bounded(template, {"sample": view, "messages": messages, "loop_index": index})
         except SecurityError as exc:
             raise TemplateError(f"{where}: the template may not reach Python internals ({exc})") from None
         except UndefinedError as exc:
