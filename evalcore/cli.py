@@ -166,6 +166,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     score.add_argument("--db", default=None, type=_text, help=db_help)
 
+    solve = sub.add_parser("solve", help="run a multi-turn solver task's samples against a model, into a dataset")
+    solve.add_argument("task", metavar="TASK.yaml", help="a multi_turn_solver task file")
+    solve.add_argument("--samples", required=True, type=_text, metavar="FILE", help="samples: JSONL, JSON or CSV")
+    solve.add_argument("--dataset", required=True, type=_name, metavar="NAME", help="dataset to store sessions in")
+    solve.add_argument("--model", required=True, type=_text, metavar="MODEL", help="the model under evaluation")
+    solve.add_argument(
+        "--config", action="append", default=[], type=_config_value, metavar="KEY=VALUE",
+        help="fills << config.KEY >> in the task (repeatable)",
+    )  # fmt: skip
+    solve.add_argument(
+        "--concurrency", type=_number(int, low=1, high=1024), default=4, metavar="N",
+        help="samples in flight at once (default 4)",
+    )  # fmt: skip
+    solve.add_argument("--base-url", metavar="URL", help="OpenAI-compatible endpoint (default: $EVALCORE_BASE_URL)")
+    solve.add_argument("--api-key", metavar="KEY", help="API key (default: $EVALCORE_API_KEY, else $OPENAI_API_KEY)")
+    solve.add_argument("--prices", metavar="FILE", help='JSON {"model": [input, output]} in $ per million tokens')
+    solve.add_argument(
+        "--timeout", type=_number(float, low=0, above=True, high=86_400), metavar="S",
+        help="seconds before a model call times out (default 60)",
+    )  # fmt: skip
+    solve.add_argument(
+        "--max-retries", type=_number(int, low=0, high=100), metavar="N",
+        help="retries of a failed model call (default 4)",
+    )  # fmt: skip
+    solve.add_argument("--db", default=None, type=_text, help=db_help)
+
     app = sub.add_parser("app", help="start the Streamlit review app")
     app.add_argument("--db", default=None, type=_text, help=db_help)
     app.add_argument(
@@ -215,6 +241,14 @@ def _text(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("must not be empty")
     return text
+
+
+def _config_value(text: str) -> tuple[str, str]:
+    """A ``KEY=VALUE`` of ``solve --config``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
 
 
 def _name(text: str) -> str:
@@ -281,6 +315,8 @@ def _main(args: argparse.Namespace) -> int:
             return _export(args, err)
         if args.command == "score":
             return _score(args, err)
+        if args.command == "solve":
+            return _solve(args, err)
         if args.command == "app":
             return _run_app(args.db, port=args.port, address=args.address)
     except DatabaseFaultError as exc:
@@ -424,6 +460,36 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     if report.output:
         print(f"scores written to {report.output}", file=err)
     return 1 if any(s.failed for s in report.summaries) else 0
+
+
+def _solve(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.model import ModelConfig
+    from evalcore.solver import load_task, read_samples
+    from evalcore.solver.dataset import solve_into
+    from evalcore.store import Store
+
+    task = load_task(args.task, dict(args.config))  # every problem of the file at once, or a missing --config
+    samples, problems = read_samples(args.samples)
+    for problem in problems:
+        print(f"{args.samples}: {problem}", file=err)
+    concurrency = args.concurrency
+    config = ModelConfig.for_models(
+        args.model, base_url=args.base_url, api_key=args.api_key, prices=args.prices, concurrency=concurrency,
+        timeout=args.timeout, max_retries=args.max_retries,
+    )  # fmt: skip
+    bar = ProgressBar(f"solving {Path(args.task).name}", err)
+    with Store(args.db) as store:
+        try:
+            report = solve_into(
+                store, task, samples, args.dataset, config, concurrency=concurrency,
+                on_progress=lambda done, total: bar.update(done, total),
+            )  # fmt: skip
+        finally:
+            bar.close()
+    for line in report.errors:
+        print(f"evalcore: sample {line}", file=err)
+    print(report.describe(), file=err)
+    return 1 if report.failed or problems or report.errors else 0
 
 
 def app_path() -> Path:

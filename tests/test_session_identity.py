@@ -148,3 +148,24 @@ def test_migration_0005_gives_stored_keys_their_assistant(tmp_path: Path) -> Non
         assert keys == ["id:s2", 'ida:["s1","bot-a"]']  # ("" names no assistant: Gaussia writes it for none)
         again = import_file(store, source, "d")
         assert (again.new, again.unchanged) == (0, 2)
+
+
+def test_sessions_made_here_are_stored_as_an_import_would(tmp_path: Path) -> None:
+    """``store_sessions`` (the solver's way in): validated, by identity, unchanged ones left alone."""
+    from evalcore.schema import Session
+    from evalcore.store import store_sessions
+
+    def session(sid: str, model: str, answer: str) -> Session:
+        record = _native(sid, model, answer)
+        del record["schema_version"]  # (a file's, not the model's)
+        return Session.model_validate(record)
+
+    with Store(tmp_path / "e.db") as store:
+        first = store_sessions(store, [session("t-1", "gpt", "Vienna"), session("t-1", "claude", "Wien")], "d", "task")
+        assert (first.new, first.updated, first.failed) == (2, 0, 0)
+        again = store_sessions(store, [session("t-1", "gpt", "Vienna"), session("t-1", "claude", "Vienna")], "d", "t")
+        assert (again.new, again.updated, again.unchanged) == (0, 1, 1)
+        bad = Session.model_validate({"session_id": "t-2", "messages": [{"role": "tool", "content": "orphan"}]})
+        report = store_sessions(store, [bad], "d", "task")
+        assert report.failed == 1 and "t-2: messages[0]" in report.problems[0].message
+        assert len(browse(store, "d").items) == 2

@@ -8,9 +8,9 @@ from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, S
 from evalcore.store.store import Store, default_db_path
 
 if TYPE_CHECKING:
-    from evalcore.store.imports import ImportReport, import_file, import_stream
+    from evalcore.store.imports import ImportReport, import_file, import_stream, store_sessions
 
-_IMPORTS = ("ImportReport", "import_file", "import_stream")
+_IMPORTS = ("ImportReport", "import_file", "import_stream", "store_sessions")
 
 
 def __getattr__(name: str) -> Any:
@@ -35,4 +35,5 @@ __all__ = [
     "default_db_path",
     "import_file",
     "import_stream",
+    "store_sessions",
 ]

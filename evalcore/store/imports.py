@@ -30,9 +30,11 @@ from evalcore.reading import (
     ProblemEvent,
     Row,
     events,
+    row_for,
     search_text,
     stream_events,
 )
+from evalcore.schema import Session, validate_session
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
@@ -108,6 +110,27 @@ def import_stream(
     dataset_id = store.dataset(dataset, create=True).id
     events_ = stream_events(stream, source, fmt, dataset_id, batch_size)
     return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
+
+
+def store_sessions(store: Store, sessions: list[Session], dataset: str, source: str) -> ImportReport:
+    """Store sessions made here (the solver's), not read from a file, in ``dataset`` as an import of ``source``
+    would: each validated (one with an error is reported and not stored), a session of the same identity
+    (``evalcore.identity``) updated in place, an unchanged one left alone; in one transaction."""
+    report = ImportReport(dataset=dataset, format="evalcore")
+    dataset_id = store.dataset(dataset, create=True).id
+    rows = []
+    for position, session in enumerate(sessions):
+        errors = [p for p in validate_session(session) if p.level == "error"]
+        if errors:
+            report.failed += 1
+            where = session.session_id or f"session {position + 1}"
+            problem = FileProblem(source, 0, "error", f"{where}: {'; '.join(str(p) for p in errors)}")
+            report.problems.append(problem)
+            continue
+        rows.append(row_for(dataset_id, source, session))
+    if rows:
+        _store_batch(store, dataset_id, source, rows, report)
+    return report
 
 
 def _store_events(

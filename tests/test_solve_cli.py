@@ -1,0 +1,115 @@
+"""``evalcore solve`` as a person runs it (the console script, a real SQLite file, a scripted OpenAI-compatible
+server on 127.0.0.1): the seed's clarification task into a dataset, re-runs that skip what is solved, two
+models side by side, failed samples stored with their error, and bad input reported with the right exit code."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from solver_server import JUDGE, Reply, ScriptedOpenAI, clarify
+
+from evalcore.review.transcript import run_error
+from evalcore.store import Store
+from evalcore.store.queries import browse
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "sample_data" / "tasks"
+EVALCORE = Path(sys.executable).parent / "evalcore"
+
+
+def solve(
+    db: Path, url: str, model: str, *extra: str, task: str = "clarification.yaml"
+) -> subprocess.CompletedProcess[str]:
+    command = [
+        str(EVALCORE), "solve", str(TASKS / task), "--samples", str(TASKS / "clarification.jsonl"),
+        "--dataset", "capitals", "--model", model, "--config", f"judge_model={JUDGE}", "--base-url", url,
+        "--api-key", "sk-test", "--db", str(db), "--max-retries", "1", *extra,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def _sessions(db: Path) -> dict[tuple[str | None, str | None], Any]:
+    with Store(db) as store:
+        return {(s.session_id, s.assistant_id): store.get(s.pk).session for s in browse(store, "capitals").items}
+
+
+def test_the_clarification_task_into_a_dataset_then_skipped_then_a_second_model(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    with ScriptedOpenAI(clarify) as server:
+        proc = solve(db, server.url, "eval-model")
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "6 samples of clarification with eval-model -> dataset 'capitals': 6 solved, 0 failed" in proc.stderr
+        sessions = _sessions(db)
+        austria = sessions[("clarification-1", "eval-model")]
+        # The seed's table, turn for turn.
+        assert [(m.role, m.text) for m in austria.messages][1:] == [
+            ("user", "What is the capital city of Austria?"),
+            ("assistant", "Just to confirm - you're asking about the capital city of Austria, correct?"),
+            ("user", "Yes"),
+            ("assistant", "Vienna"),
+        ]
+        assert austria.messages[0].role == "system" and austria.reference == "Vienna"
+        assert austria.metadata["sample"] == {"question": "What is the capital city of Austria?", "target": "Vienna"}
+        solver = austria.metadata["solver"]
+        assert solver["task"] == "clarification" and solver["models"] == ["eval-model", JUDGE]
+        assert solver["input_tokens"] > 0 and len(solver["calls"]) == 3
+        calls = len(server.requests)
+
+        again = solve(db, server.url, "eval-model")
+        assert again.returncode == 0 and "6 already solved" in again.stderr
+        assert len(server.requests) == calls  # nothing asked again
+
+        other = solve(db, server.url, "other-model")
+        assert other.returncode == 0, other.stderr
+        sessions = _sessions(db)
+        assert len(sessions) == 12 and ("clarification-1", "other-model") in sessions  # side by side
+
+
+def test_a_failed_sample_is_stored_with_its_error_and_tried_again(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    failing = {"on": True}
+
+    def script(model: str, messages: list[dict[str, Any]]) -> str | Reply:
+        if failing["on"] and model == JUDGE and "Portugal" in json.dumps(messages):
+            return Reply(status=400, text="the judge refuses")
+        return clarify(model, messages)
+
+    with ScriptedOpenAI(script) as server:
+        proc = solve(db, server.url, "eval-model")
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert "5 solved, 1 failed" in proc.stderr
+        assert "evalcore: sample clarification-3: " in proc.stderr and "HTTP 400" in proc.stderr
+        portugal = _sessions(db)[("clarification-3", "eval-model")]
+        assert [m.role for m in portugal.messages] == ["system", "user", "assistant"]  # the conversation so far
+        error = run_error(portugal)
+        assert error is not None and "HTTP 400" in error  # what Review shows at the top
+        failing["on"] = False
+        again = solve(db, server.url, "eval-model")
+        assert again.returncode == 0 and "1 solved, 0 failed, 5 already solved" in again.stderr
+        assert run_error(_sessions(db)[("clarification-3", "eval-model")]) is None
+
+
+def test_bad_input_is_reported_with_the_right_exit_code(tmp_path: Path) -> None:
+    db = tmp_path / "e.db"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("definition:\n  solver:\n    type: multi_turn_solver\n    message_builders:\n      - type: nope\n")
+    with ScriptedOpenAI(clarify) as server:
+        proc = subprocess.run(
+            [str(EVALCORE), "solve", str(bad), "--samples", str(TASKS / "clarification.jsonl"), "--dataset", "d",
+             "--model", "m", "--base-url", server.url, "--db", str(db)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert "message_builders[0]: type: unknown builder type 'nope'" in proc.stderr
+        missing = subprocess.run(
+            [str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(TASKS / "clarification.jsonl"),
+             "--dataset", "d", "--model", "m", "--base-url", server.url, "--db", str(db)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert missing.returncode == 2 and "judge_model" in missing.stderr and "--config" in missing.stderr
+        assert not server.requests
