@@ -36,11 +36,13 @@ _shared.PAGES.update(
     metrics=st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
     dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
     export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    simulate=st.Page("pages/simulate.py", title="Simulate", icon=":material/forum:", url_path="simulate"),
 )
 navigation = st.navigation(
     {
         "Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")],
         "Scores": [_shared.PAGES[k] for k in ("metrics", "dashboard", "export") if k in _shared.PAGES],
+        "Solver": [_shared.PAGES["simulate"]],
     }
 )
 

@@ -1,4 +1,4 @@
-"""Imports and scoring runs on a worker thread, their progress in the store's jobs table.
+"""Imports, scoring runs and solver runs on a worker thread, their progress in the store's jobs table.
 
 The app starts them and returns at once: a click elsewhere does not abandon the work, and
 any tab (or the CLI) sees how far it has come through ``Jobs``. Each worker opens its own
@@ -19,8 +19,11 @@ from typing import Any
 
 from evalcore.errors import EvalcoreError, UsageError
 from evalcore.judge import JudgeConfig
+from evalcore.model import ModelConfig
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.scoring import score_dataset
+from evalcore.solver import Task
+from evalcore.solver.dataset import solve_into, task_name
 from evalcore.store import ImportReport, Store, import_stream
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.queries import SessionFilter
@@ -34,6 +37,7 @@ __all__ = [
     "resume_run",
     "start_import",
     "start_scoring",
+    "start_solving",
     "wait_for",
 ]
 
@@ -231,6 +235,35 @@ def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, a
     return start_scoring(
         store, run.dataset, run.specs, judge=judge if run.judge_model else None, filters=run.filters, author=author
     )
+
+
+def start_solving(
+    store: Store,
+    task: Task,
+    samples: Sequence[dict[str, Any]],
+    dataset: str,
+    config: ModelConfig,
+    *,
+    concurrency: int = 4,
+    author: str | None = None,
+) -> int:
+    """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
+    ``evalcore.solver.dataset.solve_into``); returns the job id. Its key stays in memory, on the worker.
+    ``cancel`` stops it once the samples in flight are done (those not started are left for a later run)."""
+    label = f"solve {task_name(task)} with {config.model}"
+    job_id = Jobs(store).create("solve", dataset, label, author=author, total=len(samples), unit="samples")
+
+    def work(worker: Store, report: _Reporter) -> dict[str, Any]:
+        stop = _StopFlag(worker, job_id)
+        result = solve_into(
+            worker, task, samples, dataset, config, concurrency=concurrency, on_progress=report, should_stop=stop
+        )
+        outcome = asdict(result) | {"summary": result.describe()}
+        if stop.stop:
+            raise _Cancelled(f"cancelled by {worker.meta(_flag(job_id, 'cancel'))}", outcome)
+        return outcome
+
+    return _start(store.path, job_id, work)
 
 
 def wait_for(store: Store, job_id: int, timeout: float = 60.0) -> Job:

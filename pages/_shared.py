@@ -94,9 +94,9 @@ def browse_state() -> dict[str, Any]:
     return state
 
 
-def open_session(ref: str, turn: int | None = None) -> None:
-    """Go to Review with session ``ref`` (its exported id) of the current dataset."""
-    params = {"dataset": dataset() or "", "session": ref}
+def open_session(ref: str, turn: int | None = None, in_dataset: str | None = None) -> None:
+    """Go to Review with session ``ref`` (its exported id, or its key) of the current dataset (or ``in_dataset``)."""
+    params = {"dataset": in_dataset or dataset() or "", "session": ref}
     if turn is not None:
         params["turn"] = str(turn)
     st.switch_page(PAGES["review"], query_params=params)

@@ -29,7 +29,10 @@ from evalcore.store import Store, import_file
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
 APP = str(ROOT / "app.py")
-PAGES = {name: f"pages/{name}.py" for name in ("datasets", "sessions", "review", "metrics", "dashboard", "export")}
+PAGES = {
+    name: f"pages/{name}.py"
+    for name in ("datasets", "sessions", "review", "metrics", "dashboard", "export", "simulate")
+}
 
 XSS = [
     "<script>alert(1)</script>",

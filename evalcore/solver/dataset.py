@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.model import ModelClient, ModelConfig
-from evalcore.schema import Session
+from evalcore.schema import Provenance, Session
 from evalcore.solver.run import SampleResult, solve
 from evalcore.solver.task import Task
 from evalcore.store import Store, store_sessions
@@ -125,7 +125,7 @@ async def _solve(
 
     def done(n: int, result: SampleResult) -> None:
         index = todo[n]
-        pending.append(_session(result, ids[index], config.model, task))
+        pending.append(_session(result, ids[index], config.model, task, index))
         _count(report, result, ids[index])
         if len(pending) >= FLUSH:
             flush()
@@ -164,10 +164,12 @@ def _count(report: SolveReport, result: SampleResult, session_id: str) -> None:
     report.cost = None if report.cost is None or (cost is None and result.calls) else report.cost + (cost or 0.0)
 
 
-def _session(result: SampleResult, session_id: str, model: str, task: Task) -> Session:
+def _session(result: SampleResult, session_id: str, model: str, task: Task, index: int) -> Session:
     session = result.session()
     session.session_id = session_id
     session.assistant_id = model
+    # The sample's place: the Sessions page lists them in the samples' order, whatever order they finished in.
+    session.provenance = Provenance(source=PurePath(task.source).name, format="solver", position=index)
     session.metadata["solver"]["task"] = task_name(task)
     if result.error is not None:
         session.metadata["error"] = {"type": "SolveError", "message": result.error}

@@ -28,10 +28,10 @@ _COLUMNS = (
 
 @dataclass(frozen=True)
 class Job:
-    """One import or scoring run done in the background, as last reported."""
+    """One import, scoring run or solver run done in the background, as last reported."""
 
     id: int
-    kind: str  # "import" or "score"
+    kind: str  # "import", "score" or "solve"
     dataset: str
     label: str
     author: str | None

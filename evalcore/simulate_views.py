@@ -1,0 +1,199 @@
+"""What the Simulate page shows: the tasks to pick from, a task read and checked (every problem listed), its
+outline, its samples, the endpoint, and a solver job's progress. The page only renders these."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalcore.model import ModelConfig
+from evalcore.model.redact import public_url
+from evalcore.solver import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, parse_task
+from evalcore.solver.samples import parse_samples
+from evalcore.store.jobs import Job, Jobs
+from evalcore.store.store import Store
+
+__all__ = [
+    "EndpointView",
+    "SamplesView",
+    "SolveProgress",
+    "TaskView",
+    "configured",
+    "default_model",
+    "endpoint_view",
+    "latest_solve_job",
+    "outline",
+    "read_samples_text",
+    "read_task_text",
+    "sample_files_beside",
+    "solve_progress",
+    "task_files",
+]
+
+#: Where the page looks for task files besides the sample data's ``tasks/`` folder.
+TASKS_ENV = "EVALCORE_TASKS"
+#: Sample rows the page previews.
+PREVIEW_ROWS = 5
+
+
+def task_files(sample_folder: Path) -> list[Path]:
+    """The task files to pick from: ``$EVALCORE_TASKS`` (a folder), else the sample data's ``tasks/``."""
+    folder = Path(os.environ.get(TASKS_ENV) or sample_folder / "tasks")
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def sample_files_beside(task: Path) -> list[Path]:
+    """The sample files in a task's folder (JSONL, JSON, CSV), those named like the task first."""
+    if not task.parent.is_dir():
+        return []
+    files = [p for p in task.parent.iterdir() if p.suffix in (".jsonl", ".json", ".csv") and p.is_file()]
+    stem = task.stem.split("_")[0]
+    return sorted(files, key=lambda p: (not p.stem.startswith(stem), p.name))
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """A task file read: the task (``None`` when it has problems), every problem, and what the run needs."""
+
+    name: str
+    task: Task | None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def config_keys(self) -> list[str]:
+        """The ``<< config.KEY >>`` values a run must give."""
+        return sorted(self.task.config_keys) if self.task is not None else []
+
+
+def read_task_text(text: str, name: str) -> TaskView:
+    """A task file's text (an upload or a file of the folder) read as typed, with every problem."""
+    try:
+        return TaskView(name, parse_task(text, source=name))
+    except TaskError as exc:
+        return TaskView(name, None, list(exc.problems) or [str(exc)])
+
+
+def configured(view: TaskView, values: dict[str, str]) -> tuple[Task | None, list[str]]:
+    """The task with its config filled from ``values`` (blank ones count as missing), or the problems."""
+    assert view.task is not None
+    given = {k: v for k, v in values.items() if v.strip()}
+    try:
+        return view.task.configure(given), []
+    except TaskError as exc:
+        return None, list(exc.problems) or [str(exc)]
+
+
+def outline(task: Task) -> list[str]:
+    """The task's builders, one line each (a loop's nested ones indented), as a person reads them."""
+    return _outline(task.builders, 0)
+
+
+def _outline(builders: list[Any], depth: int) -> list[str]:
+    lines: list[str] = []
+    pad = "    " * depth
+    for builder in builders:
+        until = f", until it says {builder.terminate_if.includes!r}" if getattr(builder, "terminate_if", None) else ""
+        if isinstance(builder, ChatMessage):
+            text = builder.content.strip().splitlines()[0] if builder.content.strip() else ""
+            lines.append(f"{pad}{builder.role} message: {text[:80]}{'…' if len(text) > 80 else ''}{until}")
+        elif isinstance(builder, Generate):
+            lines.append(f"{pad}the model under evaluation answers{until}")
+        elif isinstance(builder, GenerateMessage):
+            lines.append(f"{pad}{builder.model} answers as {builder.output_role}{until}")
+        elif isinstance(builder, Loop):
+            then = "error" if builder.fails_at_max() else "go on"
+            lines.append(f"{pad}loop, at most {builder.max_iterations} times (then {then}):")
+            lines += _outline(builder.message_builders, depth + 1)
+        elif isinstance(builder, LoadTrace):
+            lines.append(f"{pad}the recorded conversation in the sample's {builder.trace_column!r}")
+    return lines
+
+
+@dataclass(frozen=True)
+class SamplesView:
+    """Samples read: the good rows, a problem for each bad one, the first rows to show."""
+
+    rows: list[dict[str, Any]]
+    problems: list[str]
+
+    @property
+    def preview(self) -> list[dict[str, Any]]:
+        return [{k: _cell(v) for k, v in row.items()} for row in self.rows[:PREVIEW_ROWS]]
+
+
+def _cell(value: Any) -> Any:
+    """A sample's value as a table cell: text as it is, anything else as short JSON-ish text."""
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    text = str(value)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def read_samples_text(text: str, name: str) -> SamplesView:
+    """A samples file's text (JSONL, JSON, or CSV when ``name`` ends in ``.csv``)."""
+    rows, problems = parse_samples(text, name)
+    return SamplesView(rows, problems)
+
+
+@dataclass(frozen=True)
+class EndpointView:
+    """The endpoint the models are reached at, as may be shown (never the key)."""
+
+    url: str
+    has_key: bool
+
+    def config(self, model: str, concurrency: int) -> ModelConfig:
+        """The client's config for a run of ``model`` (the key read from the environment, on this side only)."""
+        return ModelConfig.for_models(model, concurrency=concurrency)
+
+
+def endpoint_view() -> EndpointView:
+    """``EVALCORE_BASE_URL`` (credentials left out) and whether a key is set."""
+    url = public_url(os.environ.get("EVALCORE_BASE_URL") or ModelConfig.base_url)
+    return EndpointView(url, bool(os.environ.get("EVALCORE_API_KEY") or os.environ.get("OPENAI_API_KEY")))
+
+
+def default_model() -> str:
+    """The model the form starts with: ``$EVALCORE_MODEL``, else nothing."""
+    return os.environ.get("EVALCORE_MODEL", "")
+
+
+@dataclass(frozen=True)
+class SolveProgress:
+    """A solver job as the page shows it."""
+
+    status: str  # running | done | cancelled | failed | stalled
+    fraction: float
+    message: str
+    summary: str | None
+    errors: list[str]
+    active: bool
+
+
+def solve_progress(job: Job) -> SolveProgress:
+    """How far solver job ``job`` has come, and what it did."""
+    result = job.result or {}
+    summary = result.get("summary") if isinstance(result.get("summary"), str) else None
+    errors = [str(e) for e in result.get("errors") or []]
+    cancelled = job.status == "failed" and (job.error or "").startswith("cancelled")
+    if job.status == "running" and job.stalled:
+        status, message = "stalled", "The run stopped without a word (the server was restarted?); run it again"
+    elif job.status == "running":
+        status, message = "running", f"Solving: {job.done:,} of {job.total:,} samples"
+    elif job.status == "done":
+        status, message = "done", f"Done: {job.total:,} samples"
+    elif cancelled:
+        status, message = "cancelled", f"Cancelled after {job.done:,} of {job.total:,} samples; run it again to go on"
+    else:
+        status, message = "failed", f"Failed: {job.error}"
+    fraction = job.fraction if job.total else 0.0
+    return SolveProgress(status, fraction, message, summary, errors, status == "running")
+
+
+def latest_solve_job(store: Store, dataset: str | None = None) -> Job | None:
+    """The latest solver job (of ``dataset``, when given), running or not."""
+    return next((job for job in Jobs(store).recent(dataset, limit=50) if job.kind == "solve"), None)

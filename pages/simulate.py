@@ -1,0 +1,185 @@
+"""Simulate: run a multi-turn solver task's samples against a model, in the background, into a dataset; then
+open the conversations in Review, score them on Metrics, compare two models on the Dashboard."""
+
+import streamlit as st
+
+from evalcore import background
+from evalcore.identity import identity_key
+from evalcore.review.text import code_span, literal_markdown
+from evalcore.simulate_views import (
+    SamplesView,
+    TaskView,
+    configured,
+    default_model,
+    endpoint_view,
+    latest_solve_job,
+    outline,
+    read_samples_text,
+    read_task_text,
+    sample_files_beside,
+    solve_progress,
+    task_files,
+)
+from evalcore.solver.dataset import sample_session_id, task_name
+from evalcore.store.jobs import Jobs
+from pages import _shared
+
+_shared.frame_first()
+
+store = _shared.store()
+st.title("Simulate")
+st.caption(
+    "Run a multi-turn solver task (LatticeFlow's `multi_turn_solver` YAML) on its samples against a model. Each "
+    "sample's conversation becomes a session of the dataset you name: open it in Review, score it on Metrics, and "
+    "compare two models' runs of the task on the Dashboard (by assistant)."
+)
+
+
+# -- the running job ----------------------------------------------------------------------------
+
+
+def show_progress(job_id: int) -> bool:
+    """The job's bar, or what it did; whether it is still running."""
+    view = solve_progress(Jobs(store).get(job_id))
+    if view.status == "running":
+        st.progress(view.fraction, text=view.message)
+    elif view.status == "done":
+        st.success(view.message, icon=":material/check_circle:")
+    elif view.status in ("cancelled", "stalled"):
+        st.warning(view.message, icon=":material/pause_circle:")
+    else:
+        st.error(literal_markdown(view.message), icon=":material/error:")
+    if view.summary:
+        st.caption(literal_markdown(view.summary))
+    if view.errors:
+        with st.expander(f"{_shared.plural(len(view.errors), 'sample')} failed (each kept with its error)"):
+            st.markdown("\n".join(f"- {literal_markdown(e)}" for e in view.errors[:50]))
+    return view.active
+
+
+@st.fragment(run_every=0.5)
+def follow_job(job_id: int) -> None:
+    """The running job, read from the store twice a second until it ends."""
+    if show_progress(job_id):
+        if background.cancel_requested(store, job_id):
+            st.caption("Stopping once the samples in flight are done…")
+        elif st.button("Cancel", icon=":material/stop_circle:", key="sim_cancel"):
+            background.cancel(store, job_id, author=_shared.reviewer())
+        return
+    st.rerun()  # the whole page: the links to the results appear
+
+
+running = st.session_state.get("sim_job")
+if running is not None:
+    job_id, target, first_ref = running
+    with st.container(border=True):
+        if Jobs(store).get(job_id).status == "running":
+            follow_job(job_id)
+        else:
+            show_progress(job_id)
+            links = st.container(horizontal=True)
+            if links.button("Open in Review", icon=":material/rate_review:", type="primary", key="sim_review"):
+                _shared.open_session(first_ref, in_dataset=target)
+            if links.button("Score on Metrics", icon=":material/functions:", key="sim_metrics"):
+                st.session_state["dataset"] = target
+                st.switch_page(_shared.PAGES["metrics"])
+            if links.button("Compare on the Dashboard", icon=":material/monitoring:", key="sim_dashboard"):
+                st.session_state["dataset"] = target
+                st.switch_page(_shared.PAGES["dashboard"])
+else:
+    last = latest_solve_job(store)
+    if last is not None:
+        st.caption(f"Last solver run: {literal_markdown(last.label)} into {literal_markdown(last.dataset)}")
+
+# -- the task and its samples --------------------------------------------------------------------
+
+left, right = st.columns(2, gap="large")
+view: TaskView | None = None
+with left:
+    st.subheader("Task")
+    files = task_files(_shared.sample_folder())
+    origin = st.segmented_control(
+        "Task from", ["Folder", "Upload"], default="Folder" if files else "Upload", key="sim_task_from"
+    )
+    task_path = None
+    if origin == "Folder":
+        task_path = st.selectbox("Task file", files, format_func=lambda p: p.name, key="sim_task_file")
+        if task_path is not None:
+            view = read_task_text(task_path.read_text(encoding="utf-8", errors="replace"), task_path.name)
+        else:
+            st.info("No task file in the folder ($EVALCORE_TASKS, else the sample data's tasks/).")
+    else:
+        upload = st.file_uploader("Task file (YAML)", type=["yaml", "yml"], key="sim_task_upload")
+        if upload is not None:
+            view = read_task_text(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+    if view is not None and view.task is None:
+        st.error(
+            f"**{literal_markdown(view.name)}** cannot run: "
+            + "\n".join(f"\n- {literal_markdown(p)}" for p in view.problems),
+            icon=":material/error:",
+        )
+    elif view is not None and view.task is not None:
+        fmt = view.task.solver.message_format
+        st.caption(f"{_shared.plural(len(view.task.builders), 'step')}; conversations recorded as `{fmt}`")
+        st.markdown("\n".join(f"1. {literal_markdown(line)}" if not line.startswith(" ") else
+                              f"    - {literal_markdown(line.strip())}" for line in outline(view.task)))  # fmt: skip
+
+samples: SamplesView | None = None
+with right:
+    st.subheader("Samples")
+    beside = sample_files_beside(task_path) if task_path is not None else []
+    origin = st.segmented_control(
+        "Samples from", ["Beside the task", "Upload"], default="Beside the task" if beside else "Upload",
+        key="sim_samples_from",
+    )  # fmt: skip
+    if origin == "Beside the task":
+        path = st.selectbox("Samples file", beside, format_func=lambda p: p.name, key="sim_samples_file")
+        if path is not None:
+            samples = read_samples_text(path.read_text(encoding="utf-8-sig", errors="replace"), path.name)
+        else:
+            st.info("No samples file beside the task: upload one.")
+    else:
+        upload = st.file_uploader("Samples (JSONL, JSON or CSV)", type=["jsonl", "json", "csv"], key="sim_upload")
+        if upload is not None:
+            samples = read_samples_text(upload.getvalue().decode("utf-8-sig", errors="replace"), upload.name)
+    if samples is not None:
+        st.caption(f"{_shared.plural(len(samples.rows), 'sample')}; the first ones:")
+        st.dataframe(samples.preview, hide_index=True)
+        if samples.problems:
+            st.warning(
+                f"{_shared.plural(len(samples.problems), 'line')} left out:\n"
+                + "\n".join(f"\n- {literal_markdown(p)}" for p in samples.problems[:20]),
+                icon=":material/warning:",
+            )
+
+# -- the run ------------------------------------------------------------------------------------
+
+st.subheader("Run")
+endpoint = endpoint_view()
+key_note = "its key is set" if endpoint.has_key else "no key is set (EVALCORE_API_KEY)"
+st.caption(f"Models are called at {code_span(endpoint.url)}; {key_note} (EVALCORE_BASE_URL sets another).")
+ready = view is not None and view.task is not None and samples is not None and bool(samples.rows)
+with st.form("sim_run", border=True):
+    cols = st.columns([2, 2, 1])
+    model = cols[0].text_input("Model under evaluation", value=default_model(), key="sim_model")
+    name = task_name(view.task) if ready and view is not None and view.task is not None else ""
+    dataset = cols[1].text_input("Into dataset", value=name, key="sim_dataset", help="created if new")
+    concurrency = cols[2].number_input("Concurrency", min_value=1, max_value=64, value=4, key="sim_concurrency")
+    values: dict[str, str] = {}
+    for key in view.config_keys if view is not None else []:
+        values[key] = st.text_input(f"config.{key}", key=f"sim_config_{key}", help=f"fills << config.{key} >>")
+    run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", disabled=not ready)
+if run and view is not None and samples is not None:
+    task, problems = configured(view, values)
+    if not model.strip() or not dataset.strip():
+        st.error("Name the model and the dataset.", icon=":material/error:")
+    elif task is None:
+        st.error("\n".join(f"- {literal_markdown(p)}" for p in problems), icon=":material/error:")
+    else:
+        config = endpoint.config(model.strip(), int(concurrency))
+        job_id = background.start_solving(
+            store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), author=_shared.reviewer()
+        )
+        first = identity_key(sample_session_id(task, 0, samples.rows[0]), model.strip(), "", None)
+        st.session_state["sim_job"] = (job_id, dataset.strip(), first)
+        st.rerun()

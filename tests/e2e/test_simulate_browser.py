@@ -1,0 +1,61 @@
+"""The Simulate page in headless Chromium: run the seed's clarification task against a scripted OpenAI-compatible
+server on 127.0.0.1, watch it finish, and open a resulting session in Review. Screenshots in tests/e2e/artifacts/."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from app_server import settle, shot
+from e2e_ui import SAMPLE_DATA, Server, heading, start_server
+from playwright.sync_api import expect
+from solver_server import JUDGE, ScriptedOpenAI, clarify
+
+pytestmark = pytest.mark.browser
+
+NewPage = Callable[..., Any]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The app (with the sample data and its tasks) whose models are a scripted server on the loopback."""
+    with ScriptedOpenAI(clarify) as models:
+        saved = {k: os.environ.get(k) for k in ("EVALCORE_BASE_URL", "EVALCORE_API_KEY")}
+        os.environ.update(EVALCORE_BASE_URL=models.url, EVALCORE_API_KEY="sk-browser-test")
+        try:
+            yield from start_server(tmp_path_factory, samples=SAMPLE_DATA)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def test_run_the_clarification_task_and_open_a_session_in_review(server: Server, new_page: NewPage) -> None:
+    page = new_page("/simulate")
+    expect(heading(page)).to_have_text("Simulate")
+    expect(page.get_by_text("5 steps; conversations recorded as")).to_be_visible()  # clarification.yaml, read
+    expect(page.get_by_text("6 samples; the first ones:")).to_be_visible()
+    page.get_by_role("textbox", name="Model under evaluation").fill("eval-model")
+    page.get_by_role("textbox", name="config.judge_model").fill(JUDGE)
+    settle(page)
+    shot(page, "simulate")
+    page.get_by_role("button", name="Run").click()
+    expect(page.get_by_text("Done: 6 samples")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text("6 solved, 0 failed").first).to_be_visible()
+    settle(page)
+    shot(page, "simulate-done")
+
+    page.get_by_role("button", name="Open in Review").click()
+    expect(heading(page)).to_have_text("clarification-1")
+    expect(page.get_by_text("Just to confirm - you're asking about the capital city of Austria")).to_be_visible()
+    expect(page.get_by_text("Vienna", exact=True).first).to_be_visible()
+    settle(page)
+    shot(page, "simulate-review")
+    rows = server.rows(
+        "SELECT count(*) FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = 'clarification'"
+    )
+    assert rows == [(6,)]

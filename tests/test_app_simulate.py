@@ -1,0 +1,96 @@
+"""The Simulate page on a real SQLite file, against a scripted OpenAI-compatible server on 127.0.0.1: the seed's
+clarification task from the folder, its samples beside it, a run in the background with progress, the sessions
+in the dataset, a link to Review; a task with problems lists every one; a missing config value is said."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from apptest_util import (  # noqa: F401 (fixtures)
+    app,
+    db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
+from solver_server import JUDGE, ScriptedOpenAI, clarify
+from streamlit.testing.v1 import AppTest
+
+from evalcore.store import Store
+from evalcore.store.queries import browse
+
+
+def _simulate() -> AppTest:
+    return open_page(run(app()), "simulate")
+
+
+def _wait_done(at: AppTest, seconds: float = 30) -> AppTest:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        run(at)
+        if texts(at, "success") or texts(at, "error"):
+            return at
+        time.sleep(0.2)
+    raise AssertionError("the solver job did not end")
+
+
+def test_the_clarification_task_runs_into_a_dataset_and_opens_in_review(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ScriptedOpenAI(clarify) as server:
+        monkeypatch.setenv("EVALCORE_BASE_URL", server.url)
+        monkeypatch.setenv("EVALCORE_API_KEY", "sk-simulate-secret")
+        at = _simulate()
+        assert at.selectbox(key="sim_task_file").value.name == "clarification.yaml"
+        assert at.selectbox(key="sim_samples_file").value.name == "clarification.jsonl"
+        steps = [m.value for m in at.markdown if "answers as user" in m.value]
+        assert steps and "config\\.judge\\_model" in steps[0]  # (as written: the config is filled at the run)
+        assert "6 samples; the first ones:" in texts(at, "caption")
+        assert "sk-simulate-secret" not in str(at)  # the key is never shown
+        at.text_input(key="sim_model").input("eval-model")
+        at.text_input(key="sim_config_judge_model").input(JUDGE)
+        at.button(key="FormSubmitter:sim_run-Run").click()
+        at = _wait_done(run(at))
+        assert texts(at, "success") == ["Done: 6 samples"]
+        shown = [c.replace("\\", "").replace("\u2060", "") for c in texts(at, "caption")]  # (escaped: data)
+        assert any("6 solved, 0 failed" in c for c in shown), shown
+        items = browse(store, "clarification").items
+        assert len(items) == 6 and {s.assistant_id for s in items} == {"eval-model"}
+        at.button(key="sim_review").click()
+        run(at)
+        assert at.query_params.get("dataset") == ["clarification"] or at.query_params.get("dataset") == "clarification"
+        headings = [m.value.replace("\\", "") for m in at.markdown if m.value.startswith("### ")]
+        assert "### clarification-1" in headings, headings  # Review's heading: the first sample
+
+
+def test_a_task_with_problems_lists_each_and_a_missing_config_is_said(
+    store: Store, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "broken.yaml").write_text(
+        "definition:\n  solver:\n    type: multi_turn_solver\n    message_builders:\n"
+        "      - type: nope\n      - type: loop\n        max_iterations: 0\n        message_builders: []\n"
+    )
+    monkeypatch.setenv("EVALCORE_TASKS", str(tasks))
+    at = _simulate()
+    (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
+    assert error.startswith("**broken.yaml** cannot run:")
+    assert "- message_builders[0]: type: unknown builder type 'nope'" in error
+    assert "- message_builders[1]: max_iterations: must be at least 1, got 0 (line 7)" in error
+    assert at.button(key="FormSubmitter:sim_run-Run").disabled
+
+
+def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store) -> None:
+    at = _simulate()
+    at.text_input(key="sim_model").input("eval-model")
+    at.button(key="FormSubmitter:sim_run-Run").click()
+    run(at)
+    (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
+    assert "config key 'judge_model' is not set" in error
+    assert "sim_job" not in at.session_state and "clarification" not in store.dataset_names()
