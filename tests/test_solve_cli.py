@@ -113,3 +113,23 @@ def test_bad_input_is_reported_with_the_right_exit_code(tmp_path: Path) -> None:
         )  # fmt: skip
         assert missing.returncode == 2 and "judge_model" in missing.stderr and "--config" in missing.stderr
         assert not server.requests
+
+
+def test_two_models_runs_of_a_task_scored_and_compared_by_assistant(tmp_path: Path) -> None:
+    """What the Dashboard's "by assistant" chart shows once both runs are scored: one group per model."""
+    from evalcore.dashboard import by_assistant
+    from evalcore.scoring import score_dataset
+
+    def worse(model: str, messages: list[dict[str, Any]]) -> str:  # a model that gets Austria wrong
+        answer = clarify(model, messages)
+        return "Salzburg" if model == "weak-model" and answer == "Vienna" else answer
+
+    db = tmp_path / "e.db"
+    with ScriptedOpenAI(worse) as server:
+        assert solve(db, server.url, "eval-model").returncode == 0
+        assert solve(db, server.url, "weak-model").returncode == 0
+    with Store(db) as store:
+        report = score_dataset(store, "capitals", ["exact_match"], workers=1)
+        groups = {g.assistant: g.summary for g in by_assistant(store, report.run.id, "exact_match")}
+    assert set(groups) == {"eval-model", "weak-model"}
+    assert groups["eval-model"].mean == 1.0 and groups["weak-model"].mean == 5 / 6
