@@ -31,7 +31,13 @@ class Registry(Generic[T]):
         self._lock = threading.RLock()
 
     def add(self, name: str, entry: T) -> T:
-        """Register ``entry`` as ``name``; a name already taken is refused."""
+        """Register ``entry`` as ``name``; a name already taken is refused.
+
+        An entry from outside the built-in modules (a plug-in) is added once the built-ins are in, so that
+        it can never take a built-in's name first (the built-in's import would then fail)."""
+        module = getattr(entry, "__module__", None) or type(entry).__module__
+        if module not in self.builtins:
+            self._all()
         with self._lock:
             if name in self._entries and self._entries[name] is not entry:
                 raise RegistryError(f"a {self.kind} named {name!r} is registered already")
