@@ -245,6 +245,7 @@ def start_solving(
     config: ModelConfig,
     *,
     concurrency: int = 4,
+    places: Sequence[int] | None = None,
     author: str | None = None,
 ) -> int:
     """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
@@ -256,7 +257,8 @@ def start_solving(
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         stop = _StopFlag(worker, job_id)
         result = solve_into(
-            worker, task, samples, dataset, config, concurrency=concurrency, on_progress=report, should_stop=stop
+            worker, task, samples, dataset, config, concurrency=concurrency, places=places, on_progress=report,
+            should_stop=stop,
         )
         outcome = asdict(result) | {"summary": result.describe()}
         if stop.stop:

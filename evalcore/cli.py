@@ -464,12 +464,13 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
 
 def _solve(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.model import ModelConfig
-    from evalcore.solver import load_task, read_samples
+    from evalcore.solver import load_task
     from evalcore.solver.dataset import solve_into
+    from evalcore.solver.samples import read_placed_samples
     from evalcore.store import Store
 
     task = load_task(args.task, dict(args.config))  # every problem of the file at once, or a missing --config
-    samples, problems = read_samples(args.samples)
+    placed, problems = read_placed_samples(args.samples)
     for problem in problems:
         print(f"{args.samples}: {problem}", file=err)
     concurrency = args.concurrency
@@ -481,8 +482,8 @@ def _solve(args: argparse.Namespace, err: TextIO) -> int:
     with Store(args.db) as store:
         try:
             report = solve_into(
-                store, task, samples, args.dataset, config, concurrency=concurrency,
-                on_progress=lambda done, total: bar.update(done, total),
+                store, task, [row for _, row in placed], args.dataset, config, concurrency=concurrency,
+                places=[n for n, _ in placed], on_progress=lambda done, total: bar.update(done, total),
             )  # fmt: skip
         finally:
             bar.close()

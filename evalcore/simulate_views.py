@@ -11,7 +11,7 @@ from typing import Any
 from evalcore.model import ModelConfig
 from evalcore.model.redact import public_url
 from evalcore.solver import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, parse_task
-from evalcore.solver.samples import parse_samples
+from evalcore.solver.samples import place_samples
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.store import Store
 
@@ -119,6 +119,7 @@ class SamplesView:
 
     rows: list[dict[str, Any]]
     problems: list[str]
+    places: list[int] = field(default_factory=list)  # each row's place in its file (bad lines count)
 
     @property
     def preview(self) -> list[dict[str, Any]]:
@@ -135,8 +136,8 @@ def _cell(value: Any) -> Any:
 
 def read_samples_text(text: str, name: str) -> SamplesView:
     """A samples file's text (JSONL, JSON, or CSV when ``name`` ends in ``.csv``)."""
-    rows, problems = parse_samples(text, name)
-    return SamplesView(rows, problems)
+    placed, problems = place_samples(text, name)
+    return SamplesView([row for _, row in placed], problems, [n for n, _ in placed])
 
 
 @dataclass(frozen=True)

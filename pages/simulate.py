@@ -178,8 +178,9 @@ if run and view is not None and samples is not None:
     else:
         config = endpoint.config(model.strip(), int(concurrency))
         job_id = background.start_solving(
-            store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), author=_shared.reviewer()
-        )
-        first = identity_key(sample_session_id(task, 0, samples.rows[0]), model.strip(), "", None)
+            store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), places=samples.places,
+            author=_shared.reviewer(),
+        )  # fmt: skip
+        first = identity_key(sample_session_id(task, samples.places[0], samples.rows[0]), model.strip(), "", None)
         st.session_state["sim_job"] = (job_id, dataset.strip(), first)
         st.rerun()

@@ -133,3 +133,26 @@ def test_two_models_runs_of_a_task_scored_and_compared_by_assistant(tmp_path: Pa
         groups = {g.assistant: g.summary for g in by_assistant(store, report.run.id, "exact_match")}
     assert set(groups) == {"eval-model", "weak-model"}
     assert groups["eval-model"].mean == 1.0 and groups["weak-model"].mean == 5 / 6
+
+
+def test_a_sample_keeps_its_session_when_a_bad_line_before_it_is_mended(tmp_path: Path) -> None:
+    """Sessions are named by the samples' places in the file, bad lines counted: mending one renames nothing."""
+    lines = (TASKS / "clarification.jsonl").read_text().splitlines()
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("\n".join([lines[0], "{not json", *lines[2:]]) + "\n")
+    db = tmp_path / "e.db"
+    with ScriptedOpenAI(clarify) as server:
+        command = [
+            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
+            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
+            "--db", str(db),
+        ]  # fmt: skip
+        first = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert first.returncode == 1 and f"{samples}: line 2: not valid JSON" in first.stderr
+        assert ("clarification-3", "m") in _sessions(db)  # Portugal, third in the file
+        assert _sessions(db)[("clarification-3", "m")].reference == "Lisbon"
+        samples.write_text("\n".join(lines) + "\n")  # mended
+        again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0 and "1 solved, 0 failed, 5 already solved" in again.stderr
+        sessions = _sessions(db)
+        assert len(sessions) == 6 and sessions[("clarification-2", "m")].reference == "Paris"

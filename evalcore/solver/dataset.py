@@ -77,33 +77,46 @@ def solve_into(
     config: ModelConfig,
     *,
     concurrency: int = 4,
+    places: Sequence[int] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> SolveReport:
     """Solve ``samples`` with ``task`` against ``config.model`` (the model under evaluation; ``model_key``s name
     others on the same endpoint), storing each sample's session in ``dataset`` as it finishes.
 
+    ``places`` are the samples' places in their file (``evalcore.solver.samples.place_samples``; default: their
+    order here), which name their sessions: a sample keeps its session when a bad line before it is mended.
     ``on_progress(done, total)`` counts samples (skipped ones are done at once); ``should_stop()`` is asked as
     each finishes (True: the samples not started are left for a later run; those running finish).
     """
     report = SolveReport(dataset=dataset, model=config.model, task=task_name(task), samples=len(samples))
-    ids = [sample_session_id(task, i, s) for i, s in enumerate(samples)]
+    where = list(places) if places is not None else list(range(len(samples)))
+    ids = [sample_session_id(task, n, s) for n, s in zip(where, samples, strict=True)]
     solved = _solved(store, dataset, config.model, task.hash())
     todo = [i for i, sid in enumerate(ids) if sid not in solved]
     report.skipped = len(samples) - len(todo)
     if on_progress:
         on_progress(report.skipped, len(samples))
     if todo:
-        asyncio.run(_solve(store, task, samples, ids, todo, config, concurrency, report, on_progress, should_stop))
+        work = _Work(samples, ids, where, todo)
+        asyncio.run(_solve(store, task, work, config, concurrency, report, on_progress, should_stop))
     return report
+
+
+@dataclass
+class _Work:
+    """The samples, their session ids and places, and the indexes of those to solve."""
+
+    samples: Sequence[dict[str, Any]]
+    ids: list[str]
+    places: list[int]
+    todo: list[int]
 
 
 async def _solve(
     store: Store,
     task: Task,
-    samples: Sequence[dict[str, Any]],
-    ids: list[str],
-    todo: list[int],
+    work: _Work,
     config: ModelConfig,
     concurrency: int,
     report: SolveReport,
@@ -124,9 +137,9 @@ async def _solve(
         pass
 
     def done(n: int, result: SampleResult) -> None:
-        index = todo[n]
-        pending.append(_session(result, ids[index], config.model, task, index))
-        _count(report, result, ids[index])
+        index = work.todo[n]
+        pending.append(_session(result, work.ids[index], config.model, task, work.places[index]))
+        _count(report, result, work.ids[index])
         if len(pending) >= FLUSH:
             flush()
         if on_progress:
@@ -138,7 +151,7 @@ async def _solve(
     try:
         await solve(
             task,
-            [samples[i] for i in todo],
+            [work.samples[i] for i in work.todo],
             client,
             default_model=config.model,
             concurrency=concurrency,

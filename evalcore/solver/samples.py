@@ -15,7 +15,7 @@ from typing import Any
 from evalcore.formats.jsonio import loads
 from evalcore.solver.task import TaskError
 
-__all__ = ["SamplesError", "load_samples", "parse_samples", "read_samples"]
+__all__ = ["SamplesError", "load_samples", "parse_samples", "place_samples", "read_placed_samples", "read_samples"]
 
 
 class SamplesError(TaskError):
@@ -33,25 +33,41 @@ def load_samples(path: str | Path) -> list[dict[str, Any]]:
 
 def read_samples(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The good samples of the file at ``path``, and a problem for each bad line or row."""
+    placed, problems = read_placed_samples(path)
+    return [row for _, row in placed], problems
+
+
+def read_placed_samples(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """``read_samples`` with each good sample's place in the file (``place_samples``)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise SamplesError(str(path), [f"cannot read the file: {exc}"]) from None
-    return parse_samples(text, path.name)
+    return place_samples(text, path.name)
 
 
 def parse_samples(text: str, name: str = "samples.jsonl") -> tuple[list[dict[str, Any]], list[str]]:
     """The good samples of a file's ``text`` (an upload, say), and a problem for each bad line or row; ``name``
     ending in ``.csv`` reads it as CSV, else as JSON."""
+    placed, problems = place_samples(text, name)
+    return [row for _, row in placed], problems
+
+
+def place_samples(text: str, name: str = "samples.jsonl") -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """``parse_samples`` with each good sample's place among all the file's samples, bad ones included
+    (0-based): a sample keeps its place, and so its session, when a bad line before it is mended."""
     text = text.removeprefix("\ufeff")
-    rows, problems = _csv_rows(text) if name.lower().endswith(".csv") else _json_rows(text)
-    if not rows and not problems:
+    placed, problems = _csv_rows(text) if name.lower().endswith(".csv") else _json_rows(text)
+    if not placed and not problems:
         problems.append("no samples in the file")
-    return rows, problems
+    return placed, problems
 
 
-def _json_rows(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+Placed = list[tuple[int, dict[str, Any]]]
+
+
+def _json_rows(text: str) -> tuple[Placed, list[str]]:
     if text.lstrip().startswith("["):  # one JSON array of samples
         try:
             value = loads(text)
@@ -66,31 +82,38 @@ def _json_rows(text: str) -> tuple[list[dict[str, Any]], list[str]]:
         except ValueError:
             whole = None  # JSON lines (or a bad line, reported below)
         if isinstance(whole, dict):
-            return [whole], []  # one sample, written over several lines
+            return [(0, whole)], []  # one sample, written over several lines
     numbered = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     values: list[tuple[str, Any]] = []
-    problems = []
     for n, line in numbered:
         try:
             values.append((f"line {n}", loads(line)))
         except ValueError as exc:
-            problems.append(f"line {n}: not valid JSON: {exc}")
-    rows, more = _objects(values)
-    return rows, problems + more
+            values.append((f"line {n}", _Bad(f"line {n}: not valid JSON: {exc}")))
+    return _objects(values)
 
 
-def _objects(values: list[tuple[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
-    rows = []
+class _Bad:
+    """A line that is not JSON: its problem (it keeps its place among the samples)."""
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+
+def _objects(values: list[tuple[str, Any]]) -> tuple[Placed, list[str]]:
+    rows: Placed = []
     problems = []
-    for where, value in values:
+    for place, (where, value) in enumerate(values):
         if isinstance(value, dict):
-            rows.append(value)
+            rows.append((place, value))
+        elif isinstance(value, _Bad):
+            problems.append(value.problem)
         else:
             problems.append(f"{where}: expected a JSON object (a sample's fields), got {type(value).__name__}")
     return rows, problems
 
 
-def _csv_rows(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+def _csv_rows(text: str) -> tuple[Placed, list[str]]:
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
@@ -101,17 +124,19 @@ def _csv_rows(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     duplicated = sorted({name for name in header if header.count(name) > 1})
     if duplicated:
         return [], [f"line 1: the header names a column more than once: {', '.join(duplicated)}"]
-    rows: list[dict[str, Any]] = []
+    rows: Placed = []
     problems: list[str] = []
+    place = 0
     try:
         for cells in reader:
             line = reader.line_num
             if not cells:
                 continue  # a blank line
+            place += 1
             if len(cells) != len(header):
                 problems.append(f"line {line}: {len(cells)} fields, the header has {len(header)}")
                 continue
-            rows.append(dict(zip(header, cells, strict=True)))
+            rows.append((place - 1, dict(zip(header, cells, strict=True))))
     except csv.Error as exc:
         problems.append(f"line {reader.line_num}: not valid CSV: {exc}")
     return rows, problems
