@@ -257,7 +257,14 @@ def start_solving(
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         stop = _StopFlag(worker, job_id)
         result = solve_into(
-            worker, task, samples, dataset, config, concurrency=concurrency, places=places, on_progress=report,
+            worker,
+            task,
+            samples,
+            dataset,
+            config,
+            concurrency=concurrency,
+            places=places,
+            on_progress=report,
             should_stop=stop,
         )
         outcome = asdict(result) | {"summary": result.describe()}
