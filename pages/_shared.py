@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from evalcore import background
 from evalcore.errors import ConflictError, EvalcoreError
 from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path
@@ -164,3 +165,20 @@ def show_sessions(**wanted: Any) -> None:
         st.session_state[key] = wanted.get(key[2:], empty)
     st.session_state["page_number"] = 1
     st.switch_page(PAGES["sessions"])
+
+
+@st.fragment(run_every=0.5)
+def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: str, ended: str | None = None) -> None:
+    """A background job, read from the store twice a second until it ends: ``show(job_id)`` draws it (and says
+    whether it still runs), with a Cancel button (``key``) and ``stopping`` once cancelling; at its end
+    ``ended`` is dropped from the session state and the whole page runs again."""
+    if show(job_id):
+        if background.cancel_requested(store(), job_id):
+            st.caption(stopping)
+        elif st.button("Cancel", icon=":material/stop_circle:", key=key):
+            background.cancel(store(), job_id, author=reviewer())
+            st.caption(stopping)
+        return
+    if ended is not None:
+        st.session_state.pop(ended, None)
+    st.rerun()

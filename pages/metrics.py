@@ -70,27 +70,16 @@ def show_progress(job_id: int) -> bool:
     return view.active
 
 
-@st.fragment(run_every=0.5)
-def follow_job(job_id: int) -> None:
-    """The running job, read from the store twice a second until it ends."""
-    if show_progress(job_id):
-        if background.cancel_requested(store, job_id):
-            st.caption("Stopping after the sessions in hand…")
-        elif st.button("Cancel", icon=":material/stop_circle:", key="cancel_run"):
-            background.cancel(store, job_id, author=_shared.reviewer())
-            st.caption("Stopping after the sessions in hand…")
-        return
-    st.session_state.pop("score_job", None)
-    st.rerun()  # the whole page: the past runs below now have this one
-
-
 running = st.session_state.get("score_job")
 last = latest_scoring_job(store, dataset)
 if running is None or running[0] != dataset:
     running = (dataset, last.id) if last is not None and last.active else None  # started in another tab
 if running is not None:
     st.session_state["score_job"] = running
-    follow_job(running[1])
+    # At its end the whole page runs again: the past runs below then have this one.
+    _shared.follow_job(
+        running[1], show_progress, stopping="Stopping after the sessions in hand…", key="cancel_run", ended="score_job"
+    )
 else:
     if last is not None:
         with st.container(border=True):

@@ -57,24 +57,14 @@ def show_progress(job_id: int) -> bool:
     return view.active
 
 
-@st.fragment(run_every=0.5)
-def follow_job(job_id: int) -> None:
-    """The running job, read from the store twice a second until it ends."""
-    if show_progress(job_id):
-        if background.cancel_requested(store, job_id):
-            st.caption("Stopping once the samples in flight are done…")
-        elif st.button("Cancel", icon=":material/stop_circle:", key="sim_cancel"):
-            background.cancel(store, job_id, author=_shared.reviewer())
-        return
-    st.rerun()  # the whole page: the links to the results appear
-
-
 running = st.session_state.get("sim_job")
 if running is not None:
     job_id, target, first_ref = running
     with st.container(border=True):
         if Jobs(store).get(job_id).status == "running":
-            follow_job(job_id)
+            # At its end the whole page runs again: the links to the results appear.
+            stopping = "Stopping once the samples in flight are done…"
+            _shared.follow_job(job_id, show_progress, stopping=stopping, key="sim_cancel")
         else:
             show_progress(job_id)
             links = st.container(horizontal=True)
