@@ -122,8 +122,9 @@ def _flag(job_id: int, what: str) -> str:
 
 
 def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
-    """Ask scoring job ``job_id`` to stop: its worker sees the flag between two sessions, saves what
-    it scored and marks its run ``cancelled`` (resume it to go on). Any tab or process may ask."""
+    """Ask job ``job_id`` to stop. A scoring job's worker sees the flag between two sessions, saves what it
+    scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops when its next sample
+    finishes (run it again to go on). Any tab or process may ask."""
     Jobs(store).get(job_id)  # NotFoundError for no such job
     store.set_meta(_flag(job_id, "cancel"), author or "someone")
 
@@ -250,7 +251,8 @@ def start_solving(
 ) -> int:
     """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
     ``evalcore.solver.dataset.solve_into``); returns the job id. Its key stays in memory, on the worker.
-    ``cancel`` stops it once the samples in flight are done (those not started are left for a later run)."""
+    ``cancel`` stops it when the next sample finishes: the samples not finished (those in flight included) are
+    left for a later run, which skips the ones stored."""
     label = f"solve {task_name(task)} with {config.model}"
     job_id = Jobs(store).create("solve", dataset, label, author=author, total=len(samples), unit="samples")
 

@@ -334,13 +334,20 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         discard_live()
-        print("evalcore: interrupted; no partial output was left", file=err)
+        print(f"evalcore: interrupted; {_left(args.command)}", file=err)
         return EXIT_INTERRUPTED
     except _Terminated:
         discard_live()
-        print("evalcore: terminated; no partial output was left", file=err)
+        print(f"evalcore: terminated; {_left(args.command)}", file=err)
         return EXIT_TERMINATED
     return EXIT_USAGE  # pragma: no cover  (argparse rejects unknown commands)
+
+
+def _left(command: str) -> str:
+    """What an interrupted command leaves behind."""
+    if command == "solve":
+        return "the samples solved so far are stored (run the same command again to go on)"
+    return "no partial output was left"
 
 
 def _import(args: argparse.Namespace, err: TextIO) -> int:

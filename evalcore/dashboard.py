@@ -18,6 +18,7 @@ from typing import Any
 
 from evalcore.agreement import Agreement
 from evalcore.errors import EvalcoreError, UsageError
+from evalcore.identity import link_sql
 from evalcore.metrics import create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.schema import STATUSES
@@ -301,13 +302,12 @@ def compare_runs(store: Store, run_a: int, run_b: int, metric: str, *, worst: in
 
 
 def _refs(store: Store, pks: list[int]) -> dict[int, str]:
-    """The exported ids of a few sessions."""
+    """The links of a few sessions (``evalcore.identity.link_of``: unique in the dataset)."""
     if not pks:
         return {}
     marks = ",".join("?" * len(pks))
-    return dict(
-        store.db.execute(f"SELECT id, COALESCE(session_id, key) FROM sessions WHERE id IN ({marks})", pks).fetchall()
-    )
+    sql = f"SELECT s.id, {link_sql('s')} FROM sessions s WHERE s.id IN ({marks})"
+    return dict(store.db.execute(sql, pks).fetchall())
 
 
 def worse_rows(c: Comparison) -> list[dict[str, Any]]:
@@ -382,7 +382,7 @@ def pair_sessions(
 ) -> list[Pair]:
     """The sessions behind one point of a comparison (values rounded to 0.01, as the points are)."""
     rows = store.db.execute(
-        "SELECT x.session_pk, COALESCE(s.session_id, s.key), x.value, y.value FROM scores x "
+        f"SELECT x.session_pk, {link_sql('s')}, x.value, y.value FROM scores x "
         "JOIN scores y ON y.run_id = ? AND y.session_pk = x.session_pk AND y.turn = -1 AND y.metric = x.metric "
         "AND y.status = 'ok' JOIN sessions s ON s.id = x.session_pk "
         "WHERE x.run_id = ? AND x.metric = ? AND x.turn = -1 AND x.status = 'ok' "

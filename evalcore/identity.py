@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["identity_key", "ref_of", "repeat_name", "session_label"]
+__all__ = ["identity_key", "link_of", "link_sql", "ref_of", "repeat_name", "session_label"]
 
 
 def identity_key(session_id: str | None, assistant_id: str | None, source: str, position: int | None) -> str:
@@ -35,6 +35,23 @@ def ref_of(key: str, session_id: str | None) -> str:
     return session_id if session_id is not None else key
 
 
+def link_of(key: str, session_id: str | None, shared: bool) -> str:
+    """The session's id in a link (``?session=``, Review's next and previous): its ``session_id`` when that alone
+    names it, else (``shared``: other sessions of its dataset have that ``session_id``, answered by other
+    assistants) its key. ``Store.find_ref`` finds a session by either."""
+    return key if shared and key.startswith("ida:") else ref_of(key, session_id)
+
+
+def link_sql(table: str) -> str:
+    """``link_of`` in SQL, over the ``sessions`` row ``table`` (an alias)."""
+    t = table
+    shared = (
+        f"EXISTS (SELECT 1 FROM sessions o WHERE o.dataset_id = {t}.dataset_id AND o.session_id = {t}.session_id "
+        f"AND o.id != {t}.id)"
+    )
+    return f"CASE WHEN {t}.key LIKE 'ida:%' AND {shared} THEN {t}.key ELSE COALESCE({t}.session_id, {t}.key) END"
+
+
 def repeat_name(session_id: str | None, assistant_id: str | None, key: str) -> str:
     """A session named in a problem: ``'a'``, ``'a' (assistant 'bot')``, or its file and place."""
     name = repr(session_label(ref_of(key, session_id)))
@@ -42,12 +59,19 @@ def repeat_name(session_id: str | None, assistant_id: str | None, key: str) -> s
 
 
 def session_label(ref: str) -> str:
-    """What a reviewer calls a session, from its ref: the ``session_id`` itself, or for a session known by its
-    place in a file (``pos:ragas.jsonl:2``) that file and place (``ragas.jsonl · session 3``)."""
+    """What a reviewer calls a session, from its ref or link: the ``session_id`` itself; ``id · assistant`` for one
+    of several assistants' sessions; for a session known by its place in a file (``pos:ragas.jsonl:2``) that
+    file and place (``ragas.jsonl · session 3``)."""
     if ref.startswith("pos:"):
         source, _, position = ref[4:].rpartition(":")
         if position.isdigit():
             return f"{source} · session {int(position) + 1}"
+    if ref.startswith("ida:"):
+        try:
+            session_id, assistant_id = json.loads(ref[4:])
+        except (ValueError, TypeError):
+            return ref
+        return f"{session_id} · {assistant_id}"
     if ref.startswith("id:"):  # the identity of a session with a session_id: that id
         return ref[3:]
     return ref

@@ -52,7 +52,7 @@ def sessions_table(
     for item in page.items:
         row: dict[str, Any] = {
             "status": item.status,
-            "id": session_label(item.ref),
+            "id": session_label(item.link),
             "assistant": item.assistant_id or "",
             "first question": item.title,
             "turns": item.n_turns,
@@ -68,4 +68,6 @@ def sessions_table(
         row["last edit by"] = item.updated_by or ""
         row["updated"] = (item.updated_at or "")[:16].replace("T", " ")
         rows.append(row)
-    return SessionsTable(page.total, rows, metrics, [item.pk for item in page.items], [item.ref for item in page.items])
+    return SessionsTable(
+        page.total, rows, metrics, [item.pk for item in page.items], [item.link for item in page.items]
+    )

@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalcore.identity import identity_key
 from evalcore.model import ModelConfig
+from evalcore.model.config import endpoint_from_env
 from evalcore.model.redact import public_url
 from evalcore.solver import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, parse_task
+from evalcore.solver.dataset import sample_session_id
 from evalcore.solver.samples import place_samples
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.store import Store
@@ -23,9 +26,12 @@ __all__ = [
     "configured",
     "default_model",
     "endpoint_view",
+    "first_link",
     "latest_solve_job",
     "outline",
+    "read_samples_file",
     "read_samples_text",
+    "read_task_file",
     "read_task_text",
     "sample_files_beside",
     "solve_progress",
@@ -75,6 +81,11 @@ def read_task_text(text: str, name: str) -> TaskView:
         return TaskView(name, parse_task(text, source=name))
     except TaskError as exc:
         return TaskView(name, None, list(exc.problems) or [str(exc)])
+
+
+def read_task_file(path: Path) -> TaskView:
+    """A task file of the folder, read as typed."""
+    return read_task_text(path.read_text(encoding="utf-8", errors="replace"), path.name)
 
 
 def configured(view: TaskView, values: dict[str, str]) -> tuple[Task | None, list[str]]:
@@ -134,6 +145,16 @@ def _cell(value: Any) -> Any:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
+def read_samples_file(path: Path) -> SamplesView:
+    """A samples file beside the task."""
+    return read_samples_text(path.read_text(encoding="utf-8-sig", errors="replace"), path.name)
+
+
+def first_link(task: Task, samples: SamplesView, model: str) -> str:
+    """The link (``evalcore.identity``) of the first sample's session once ``model`` has solved it."""
+    return identity_key(sample_session_id(task, samples.places[0], samples.rows[0]), model, "", None)
+
+
 def read_samples_text(text: str, name: str) -> SamplesView:
     """A samples file's text (JSONL, JSON, or CSV when ``name`` ends in ``.csv``)."""
     placed, problems = place_samples(text, name)
@@ -154,8 +175,8 @@ class EndpointView:
 
 def endpoint_view() -> EndpointView:
     """``EVALCORE_BASE_URL`` (credentials left out) and whether a key is set."""
-    url = public_url(os.environ.get("EVALCORE_BASE_URL") or ModelConfig.base_url)
-    return EndpointView(url, bool(os.environ.get("EVALCORE_API_KEY") or os.environ.get("OPENAI_API_KEY")))
+    url, key = endpoint_from_env()
+    return EndpointView(public_url(url), bool(key))
 
 
 def default_model() -> str:
@@ -172,7 +193,7 @@ class SolveProgress:
     message: str
     summary: str | None
     errors: list[str]
-    active: bool
+    active: bool  # the job still runs (a stalled one too: it may be slow), so the page keeps following it
 
 
 def solve_progress(job: Job) -> SolveProgress:
@@ -182,7 +203,11 @@ def solve_progress(job: Job) -> SolveProgress:
     errors = [str(e) for e in result.get("errors") or []]
     cancelled = job.status == "failed" and (job.error or "").startswith("cancelled")
     if job.status == "running" and job.stalled:
-        status, message = "stalled", "The run stopped without a word (the server was restarted?); run it again"
+        status = "stalled"
+        message = (
+            f"{job.done:,} of {job.total:,} samples; none has finished for minutes: a slow model, or the server "
+            "was restarted (then run it again: the solved samples are skipped)"
+        )
     elif job.status == "running":
         status, message = "running", f"Solving: {job.done:,} of {job.total:,} samples"
     elif job.status == "done":
@@ -192,7 +217,7 @@ def solve_progress(job: Job) -> SolveProgress:
     else:
         status, message = "failed", f"Failed: {job.error}"
     fraction = job.fraction if job.total else 0.0
-    return SolveProgress(status, fraction, message, summary, errors, status == "running")
+    return SolveProgress(status, fraction, message, summary, errors, job.status == "running")
 
 
 def latest_solve_job(store: Store, dataset: str | None = None) -> Job | None:

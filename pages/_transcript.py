@@ -52,7 +52,10 @@ def _extras(images: tuple[ImageView, ...], blocks: tuple[dict[str, Any], ...]) -
     """A message's images (embedded ones shown; one a file points to is named, never fetched) and other blocks."""
     for image in images:
         if image.data is not None:
-            st.image(image.data, width="content", caption=image.media_type)  # its own size, at most the column
+            try:  # its own size, at most the column
+                st.image(image.data, width="content", caption=image.media_type)
+            except Exception:  # bytes no image library reads (an SVG, a cut file): named, not drawn
+                st.caption(f":material/broken_image: {image.media_type or 'image'} that cannot be drawn")
         else:
             st.caption(f":material/image: image at {code_span(image.url[:300])} (not loaded)")
     for block in blocks:

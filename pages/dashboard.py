@@ -23,6 +23,7 @@ from evalcore.dashboard import (
     worse_rows,
 )
 from evalcore.export_views import run_label
+from evalcore.review.tables import session_label
 from evalcore.review.text import literal_markdown
 from pages import _charts, _shared
 
@@ -141,7 +142,7 @@ if against is not None:
         st.caption(f"Sessions scored {pair[3]:g} by run #{pair[0]} and {pair[4]:g} by run #{pair[1]}:")
         with st.container(horizontal=True):
             for p in behind:
-                st.button(p.ref, key=f"dash_open-{p.pk}", on_click=_shared.open_session, args=(p.ref,),
+                st.button(session_label(p.ref), key=f"dash_open-{p.pk}", on_click=_shared.open_session, args=(p.ref,),
                           type="tertiary", icon=":material/rate_review:")  # fmt: skip
     if cmp.worse:
         st.caption("Worse first. Click a row to review the session.")

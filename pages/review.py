@@ -51,7 +51,7 @@ if not ref:
         st.title("Review")
         st.info("No session matches the filter of the Sessions page.", icon=":material/filter_alt_off:")
         st.stop()
-    ref = first.items[0].ref
+    ref = first.items[0].link
     st.query_params["session"] = ref
 try:
     pk = store.find_ref(dataset, ref)
@@ -105,7 +105,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
 
 def go_to(target: int | None) -> None:
     if target is not None:
-        st.query_params["session"] = store.get(target).ref
+        st.query_params["session"] = store.get(target).link
         st.query_params.pop("turn", None)
 
 
@@ -123,7 +123,7 @@ nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descen
 view = transcript(session)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
 title, moves = st.columns([5, 3], vertical_alignment="bottom")
-title.markdown(f"### {literal_markdown(session_label(stored.ref))}")  # (the link may name it by its key)
+title.markdown(f"### {literal_markdown(session_label(stored.link))}")
 S = _shared.SHORTCUTS
 with moves.container(horizontal=True, horizontal_alignment="right", key="moves"):
     st.button(

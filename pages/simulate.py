@@ -4,7 +4,7 @@ open the conversations in Review, score them on Metrics, compare two models on t
 import streamlit as st
 
 from evalcore import background
-from evalcore.identity import identity_key
+from evalcore.errors import EvalcoreError
 from evalcore.review.text import code_span, literal_markdown
 from evalcore.simulate_views import (
     SamplesView,
@@ -12,15 +12,18 @@ from evalcore.simulate_views import (
     configured,
     default_model,
     endpoint_view,
+    first_link,
     latest_solve_job,
     outline,
+    read_samples_file,
     read_samples_text,
+    read_task_file,
     read_task_text,
     sample_files_beside,
     solve_progress,
     task_files,
 )
-from evalcore.solver.dataset import sample_session_id, task_name
+from evalcore.solver.dataset import task_name
 from evalcore.store.jobs import Jobs
 from pages import _shared
 
@@ -61,9 +64,9 @@ running = st.session_state.get("sim_job")
 if running is not None:
     job_id, target, first_ref = running
     with st.container(border=True):
-        if Jobs(store).get(job_id).status == "running":
+        if solve_progress(Jobs(store).get(job_id)).active:
             # At its end the whole page runs again: the links to the results appear.
-            stopping = "Stopping once the samples in flight are done…"
+            stopping = "Stopping when the next sample finishes (the others are left for a later run)…"
             _shared.follow_job(job_id, show_progress, stopping=stopping, key="sim_cancel")
         else:
             show_progress(job_id)
@@ -95,7 +98,7 @@ with left:
     if origin == "Folder":
         task_path = st.selectbox("Task file", files, format_func=lambda p: p.name, key="sim_task_file")
         if task_path is not None:
-            view = read_task_text(task_path.read_text(encoding="utf-8", errors="replace"), task_path.name)
+            view = read_task_file(task_path)
         else:
             st.info("No task file in the folder ($EVALCORE_TASKS, else the sample data's tasks/).")
     else:
@@ -125,7 +128,7 @@ with right:
     if origin == "Beside the task":
         path = st.selectbox("Samples file", beside, format_func=lambda p: p.name, key="sim_samples_file")
         if path is not None:
-            samples = read_samples_text(path.read_text(encoding="utf-8-sig", errors="replace"), path.name)
+            samples = read_samples_file(path)
         else:
             st.info("No samples file beside the task: upload one.")
     else:
@@ -166,11 +169,14 @@ if run and view is not None and samples is not None:
     elif task is None:
         st.error("\n".join(f"- {literal_markdown(p)}" for p in problems), icon=":material/error:")
     else:
-        config = endpoint.config(model.strip(), int(concurrency))
+        try:
+            config = endpoint.config(model.strip(), int(concurrency))
+        except EvalcoreError as exc:  # a price table that cannot be read, say
+            st.error(literal_markdown(str(exc)), icon=":material/error:")
+            st.stop()
         job_id = background.start_solving(
             store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), places=samples.places,
             author=_shared.reviewer(),
         )  # fmt: skip
-        first = identity_key(sample_session_id(task, samples.places[0], samples.rows[0]), model.strip(), "", None)
-        st.session_state["sim_job"] = (job_id, dataset.strip(), first)
+        st.session_state["sim_job"] = (job_id, dataset.strip(), first_link(task, samples, model.strip()))
         st.rerun()

@@ -528,3 +528,19 @@ def test_an_embedded_image_is_shown_and_a_remote_one_named(store: Store, tmp_pat
     (image,) = at.get("image")  # the embedded one, drawn
     assert image.captions == ["image/png"]
     assert any("images.example/r.png" in c and "not loaded" in c for c in texts(at, "caption"))
+
+
+def test_an_image_that_cannot_be_drawn_is_named_not_a_crash(store: Store, tmp_path: Path) -> None:
+    not_png = "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4="  # an SVG, said to be a PNG
+    row = {"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "What is this?"},
+                                     {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{not_png}"}}]},
+        {"role": "assistant", "content": "A drawing."},
+    ]}  # fmt: skip
+    source = tmp_path / "img.jsonl"
+    source.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert import_file(store, source, "broken-image", workers=1).new == 1
+    (pk,) = store.pks("broken-image")
+    at = _review(session=store.get(pk).ref, dataset="broken-image")
+    assert not at.exception and not at.get("image")
+    assert any("cannot be drawn" in c for c in texts(at, "caption"))

@@ -94,3 +94,14 @@ def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store
     (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
     assert "config key 'judge_model' is not set" in error
     assert "sim_job" not in at.session_state and "clarification" not in store.dataset_names()
+
+
+def test_a_slow_run_is_still_followed_not_given_up() -> None:
+    """A job with no sample finished for minutes (a slow model) looks stalled, and the page keeps following it."""
+    from evalcore.simulate_views import solve_progress
+    from evalcore.store.jobs import Job
+
+    old = "2020-01-01T00:00:00+00:00"
+    job = Job(7, "solve", "d", "solve t with m", None, "running", 2, 6, "samples", None, None, old, old, None)
+    view = solve_progress(job)
+    assert view.status == "stalled" and view.active and "2 of 6 samples" in view.message

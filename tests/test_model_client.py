@@ -76,3 +76,14 @@ def test_the_judge_asks_through_the_client_and_its_errors_are_model_errors() -> 
         with pytest.raises(JudgeError) as caught:
             asyncio.run(ask())
         assert isinstance(caught.value, ModelError) and "gave up after 2 tries" in str(caught.value)
+
+
+def test_an_unusable_key_is_the_calls_error_never_a_crash() -> None:
+    async def one(config: ModelConfig) -> Completion:
+        async with ModelClient(config) as client:
+            return await client.complete([{"role": "user", "content": "hi"}])
+
+    with FakeOpenAI() as server:
+        with pytest.raises(ModelError) as caught:
+            asyncio.run(one(ModelConfig(model="m", base_url=server.url, api_key="clé-secrète", max_retries=0)))
+        assert "clé-secrète" not in str(caught.value) and not server.requests

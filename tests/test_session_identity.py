@@ -169,3 +169,21 @@ def test_sessions_made_here_are_stored_as_an_import_would(tmp_path: Path) -> Non
         report = store_sessions(store, [bad], "d", "task")
         assert report.failed == 1 and "t-2: messages[0]" in report.problems[0].message
         assert len(browse(store, "d").items) == 2
+
+
+def test_each_assistants_session_has_a_link_of_its_own(tmp_path: Path) -> None:
+    """Links (Sessions rows, Review's next and previous, the Dashboard) name one session each: the second
+    assistant's session of a session_id is reached, never the first's in its place."""
+    from evalcore.identity import session_label
+
+    path = write_jsonl(
+        tmp_path / "f.jsonl", [_native("t-1", "m1", "A"), _native("t-1", "m2", "B"), _native("u", "", "C")]
+    )
+    with Store(tmp_path / "e.db") as store:
+        import_file(store, path, "d")
+        items = browse(store, "d").items
+        assert [s.link for s in items] == ['ida:["t-1","m1"]', 'ida:["t-1","m2"]', "u"]
+        assert [s.ref for s in items] == ["t-1", "t-1", "u"]  # as exported: the session_id
+        assert [store.find_ref("d", s.link) for s in items] == [s.pk for s in items]
+        assert [store.get(s.pk).link for s in items] == [s.link for s in items]
+        assert [session_label(s.link) for s in items] == ["t-1 · m1", "t-1 · m2", "u"]

@@ -156,3 +156,41 @@ def test_a_sample_keeps_its_session_when_a_bad_line_before_it_is_mended(tmp_path
         assert again.returncode == 0 and "1 solved, 0 failed, 5 already solved" in again.stderr
         sessions = _sessions(db)
         assert len(sessions) == 6 and sessions[("clarification-2", "m")].reference == "Paris"
+
+
+def test_two_samples_with_one_id_keep_the_first_and_say_so(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (TASKS / "clarification.jsonl").read_text().splitlines()][:3]
+    rows[0]["id"], rows[1]["id"], rows[2]["id"] = "q-1", 1, "1"  # 1 and "1" are one session id
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "e.db"
+    with ScriptedOpenAI(clarify) as server:
+        command = [
+            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
+            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
+            "--db", str(db),
+        ]  # fmt: skip
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "evalcore: sample 1: the id of sample 3 is sample 2's too; left out" in proc.stderr
+    assert "2 solved, 1 failed" in proc.stderr
+    sessions = _sessions(db)
+    assert set(sessions) == {("q-1", "m"), ("1", "m")} and sessions[("1", "m")].reference == "Paris"
+
+
+def test_a_changed_sample_is_solved_again(tmp_path: Path) -> None:
+    samples = tmp_path / "s.jsonl"
+    lines = (TASKS / "clarification.jsonl").read_text().splitlines()[:2]
+    samples.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "e.db"
+    with ScriptedOpenAI(clarify) as server:
+        command = [
+            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
+            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
+            "--db", str(db),
+        ]  # fmt: skip
+        assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+        samples.write_text(lines[0] + "\n" + lines[1].replace("France", "Japan").replace("Paris", "Tokyo") + "\n")
+        again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "1 solved, 0 failed, 1 already solved" in again.stderr
+    assert _sessions(db)[("clarification-2", "m")].reference == "Tokyo"

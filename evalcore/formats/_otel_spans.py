@@ -102,7 +102,7 @@ def model_name(attributes: dict[str, Any]) -> str | None:
 
 def _count(value: Any) -> int | None:
     value = text(value)
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -144,7 +144,7 @@ def _unflatten(attributes: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def _indexed(tree: dict[str, Any]) -> list[Any]:
     """The values of ``{"0": a, "1": b}`` in the order of their indexes."""
-    return [tree[k] for k in sorted((k for k in tree if k.isdigit()), key=int)]
+    return [tree[k] for k in sorted((k for k in tree if k.isascii() and k.isdigit()), key=int)]
 
 
 def flat_messages(attributes: dict[str, Any], prefix: str) -> Messages | None:

@@ -30,12 +30,8 @@ class JudgeConfig(ModelConfig):
 
         Returns ``None`` when no judge model is named.
         """
-        env = os.environ
-        name = model or env.get("EVALCORE_JUDGE_MODEL")
+        name = model or os.environ.get("EVALCORE_JUDGE_MODEL")
         if not name:
             return None
-        url = base_url or env.get("EVALCORE_JUDGE_BASE_URL") or env.get("EVALCORE_BASE_URL") or cls.base_url
-        key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
-        config = cls(model=name, base_url=url.rstrip("/"), api_key=key, prices=load_prices(prices))
-        config.set_options(options)
-        return config
+        urls = ("EVALCORE_JUDGE_BASE_URL", "EVALCORE_BASE_URL")
+        return cls.for_models(name, base_url=base_url, api_key=api_key, prices=prices, url_env=urls, **options)

@@ -105,7 +105,12 @@ class ModelClient:
         Raises ``ModelError`` naming what went wrong (redacted)."""
         model = str(request.get("model") or self.config.model)
         started = time.monotonic()
-        body = await self._post(request)
+        try:
+            body = await self._post(request)
+        except ModelError:
+            raise
+        except Exception as exc:  # an unusable URL or key (not ASCII, say): this call's error, its text redacted
+            raise ModelError(self.redact(f"{type(exc).__name__}: {exc}")) from None
         latency = (time.monotonic() - started) * 1000
         try:
             content = body["choices"][0]["message"]["content"]

@@ -10,11 +10,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from evalcore.errors import UsageError
 from evalcore.model.redact import public_url
 
-__all__ = ["DEFAULT_PRICES", "ModelConfig", "load_prices"]
+__all__ = ["DEFAULT_PRICES", "ModelConfig", "endpoint_from_env", "load_prices"]
 
 #: US dollars per million tokens (input, output). Extend with ``EVALCORE_PRICES`` (a JSON file
 #: ``{"model": [input, output]}``) or ``--prices``; a model with no price has no cost.
@@ -42,6 +43,17 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
                 f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
             ) from exc
     return prices
+
+
+def endpoint_from_env(
+    base_url: str | None = None, api_key: str | None = None, url_env: tuple[str, ...] = ("EVALCORE_BASE_URL",)
+) -> tuple[str, str | None]:
+    """The endpoint and key: the options given, else the first of ``url_env`` set (else OpenAI's), and
+    ``EVALCORE_API_KEY`` / ``OPENAI_API_KEY``."""
+    env = os.environ
+    url = base_url or next((env[name] for name in url_env if env.get(name)), ModelConfig.base_url)
+    key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
+    return url.rstrip("/"), key
 
 
 @dataclass
@@ -85,14 +97,13 @@ class ModelConfig:
         base_url: str | None = None,
         api_key: str | None = None,
         prices: str | None = None,
+        url_env: tuple[str, ...] = ("EVALCORE_BASE_URL",),
         **options: object,
-    ) -> ModelConfig:
-        """The endpoint of the models evalcore converses with: options, else ``EVALCORE_BASE_URL``,
-        ``EVALCORE_API_KEY`` / ``OPENAI_API_KEY``."""
-        env = os.environ
-        url = base_url or env.get("EVALCORE_BASE_URL") or cls.base_url
-        key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
-        config = cls(model=model, base_url=url.rstrip("/"), api_key=key, prices=load_prices(prices))
+    ) -> Self:
+        """The endpoint of the models evalcore converses with (``endpoint_from_env``), ``model`` on it, the prices
+        (``--prices``, else ``EVALCORE_PRICES``) and ``options`` (``None``: the default)."""
+        url, key = endpoint_from_env(base_url, api_key, url_env)
+        config = cls(model=model, base_url=url, api_key=key, prices=load_prices(prices))
         config.set_options(options)
         return config
 

@@ -6,7 +6,8 @@ by side on the Dashboard (``evalcore.identity``). A session holds the conversati
 as its reference answer, the sample's fields (``metadata["sample"]``), the run (``metadata["solver"]``: the
 task, its hash, the models, tokens, cost, latency, every call) and, for a sample that failed, its error
 (``metadata["error"]``, shown on Review) with the conversation so far. A sample already solved by the same
-task (hash: its text and config), model and sample is skipped; one that failed is tried again.
+task (hash: its text and config), model and sample (its fields) is skipped; one that failed, or whose
+sample changed, is solved again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from evalcore.model import ModelClient, ModelConfig
 from evalcore.schema import Provenance, Session
-from evalcore.solver.run import SampleResult, solve
+from evalcore.solver.run import SampleResult, sample_key, solve
 from evalcore.solver.task import Task
 from evalcore.store import Store, store_sessions
 from evalcore.store.queries import SessionFilter, iter_pks
@@ -87,16 +88,27 @@ def solve_into(
     ``places`` are the samples' places in their file (``evalcore.solver.samples.place_samples``; default: their
     order here), which name their sessions: a sample keeps its session when a bad line before it is mended.
     ``on_progress(done, total)`` counts samples (skipped ones are done at once); ``should_stop()`` is asked as
-    each finishes (True: the samples not started are left for a later run; those running finish).
+    each finishes (True: the run stops there; the samples not finished, those in flight included, are left for
+    a later run, which skips the ones stored).
     """
     report = SolveReport(dataset=dataset, model=config.model, task=task_name(task), samples=len(samples))
     where = list(places) if places is not None else list(range(len(samples)))
     ids = [sample_session_id(task, n, s) for n, s in zip(where, samples, strict=True)]
-    solved = _solved(store, dataset, config.model, task.hash())
-    todo = [i for i, sid in enumerate(ids) if sid not in solved]
-    report.skipped = len(samples) - len(todo)
+    task_hash = task.hash()
+    solved = _solved(store, dataset, config.model)
+    first: dict[str, int] = {}
+    todo = []
+    for i, sid in enumerate(ids):
+        if first.setdefault(sid, i) != i:  # two samples, one session: the later is left out, and said
+            report.failed += 1
+            report.errors.append(
+                f"{sid}: the id of sample {where[i] + 1} is sample {where[first[sid]] + 1}'s too; left out"
+            )
+        elif solved.get(sid) != sample_key(task_hash, config.model, samples[i]):  # new, changed, or failed
+            todo.append(i)
+    report.skipped = len(samples) - len(todo) - report.failed
     if on_progress:
-        on_progress(report.skipped, len(samples))
+        on_progress(report.skipped + report.failed, len(samples))
     if todo:
         work = _Work(samples, ids, where, todo)
         asyncio.run(_solve(store, task, work, config, concurrency, report, on_progress, should_stop))
@@ -184,20 +196,22 @@ def _session(result: SampleResult, session_id: str, model: str, task: Task, inde
     # The sample's place: the Sessions page lists them in the samples' order, whatever order they finished in.
     session.provenance = Provenance(source=PurePath(task.source).name, format="solver", position=index)
     session.metadata["solver"]["task"] = task_name(task)
+    session.metadata["solver"]["sample_key"] = sample_key(result.task_hash, model, result.sample)
     if result.error is not None:
         session.metadata["error"] = {"type": "SolveError", "message": result.error}
     return session
 
 
-def _solved(store: Store, dataset: str, model: str, task_hash: str) -> set[str]:
-    """The session ids of ``dataset`` already solved by ``model`` with this task (hash), without an error."""
+def _solved(store: Store, dataset: str, model: str) -> dict[str, str]:
+    """The sessions of ``dataset`` solved by ``model`` without an error: their ids, each with the ``sample_key`` it
+    was solved for (the task's hash, the model, the sample: a changed task, config or sample is solved again)."""
     if dataset not in store.dataset_names():
-        return set()
+        return {}
     pks = list(iter_pks(store, dataset, SessionFilter(assistant=model)))
-    done = set()
+    done = {}
     for stored in store.get_many(pks):
         solver = stored.session.metadata.get("solver")
         sid = stored.session.session_id
-        if isinstance(solver, dict) and solver.get("task_hash") == task_hash and not solver.get("error") and sid:
-            done.add(sid)
+        if isinstance(solver, dict) and not solver.get("error") and sid and isinstance(solver.get("sample_key"), str):
+            done[sid] = solver["sample_key"]
     return done

@@ -21,6 +21,7 @@ from typing import Any, BinaryIO
 
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import StoreError
+from evalcore.identity import repeat_name
 from evalcore.reading import (
     ROW_COLUMNS,
     BatchEvent,
@@ -119,6 +120,7 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
     report = ImportReport(dataset=dataset, format="evalcore")
     dataset_id = store.dataset(dataset, create=True).id
     rows = []
+    keys: set[str] = set()
     for position, session in enumerate(sessions):
         errors = [p for p in validate_session(session) if p.level == "error"]
         if errors:
@@ -127,7 +129,14 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
             problem = FileProblem(source, 0, "error", f"{where}: {'; '.join(str(p) for p in errors)}")
             report.problems.append(problem)
             continue
-        rows.append(row_for(dataset_id, source, session))
+        row = row_for(dataset_id, source, session)
+        if row.key in keys:  # one session given twice: the first is kept
+            report.failed += 1
+            name = repeat_name(session.session_id, session.assistant_id, row.key)
+            report.problems.append(FileProblem(source, 0, "error", f"session {name} given twice; the first is kept"))
+            continue
+        keys.add(row.key)
+        rows.append(row)
     if rows:
         _store_batch(store, dataset_id, source, rows, report)
     return report

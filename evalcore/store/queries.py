@@ -170,14 +170,28 @@ def browse(
         f"{body} ORDER BY {order} LIMIT ? OFFSET ?",
         [*args, limit, offset],
     ).fetchall()
+    shared = _shared_ids(store, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
     items = [
         SessionSummary(
             r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-            key=r[13], has_truth=bool(r[14]), updated_by=r[15],
+            key=r[13], has_truth=bool(r[14]), updated_by=r[15], shared=r[1] in shared,
         )
         for r in rows
     ]  # fmt: skip
     return Page(total, items)
+
+
+def _shared_ids(store: Store, pk: int, session_ids: list[str]) -> set[str]:
+    """Which of ``session_ids`` (of the dataset of session ``pk``) several sessions have (several assistants')."""
+    if not session_ids:
+        return set()
+    marks = ",".join("?" * len(session_ids))
+    rows = store.db.execute(
+        f"SELECT session_id FROM sessions WHERE dataset_id = (SELECT dataset_id FROM sessions WHERE id = ?) "
+        f"AND session_id IN ({marks}) GROUP BY session_id HAVING count(*) > 1",
+        [pk, *session_ids],
+    )
+    return {r[0] for r in rows}
 
 
 def iter_pks(store: Store, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 1000) -> Iterator[int]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from evalcore.identity import ref_of
+from evalcore.identity import link_of, ref_of
 from evalcore.schema import TRUTH_FIELDS, Session
 
 __all__ = [
@@ -82,6 +82,13 @@ class StoredSession:
         """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
         return ref_of(self.key, self.session.session_id)
 
+    shared: bool = False  # other assistants' sessions of the dataset have its session_id
+
+    @property
+    def link(self) -> str:
+        """The session's id in a link (``evalcore.identity.link_of``): unique in its dataset."""
+        return link_of(self.key, self.session.session_id, self.shared)
+
 
 @dataclass(frozen=True)
 class SessionSummary:
@@ -108,3 +115,10 @@ class SessionSummary:
     def ref(self) -> str:
         """The session's id as exported: its ``session_id``, else the identity evalcore gave it."""
         return ref_of(self.key, self.session_id)
+
+    shared: bool = False  # other assistants' sessions of the dataset have its session_id
+
+    @property
+    def link(self) -> str:
+        """The session's id in a link (``evalcore.identity.link_of``): unique in its dataset."""
+        return link_of(self.key, self.session_id, self.shared)

@@ -385,7 +385,9 @@ class Store:
 
     _SELECT = (
         "SELECT s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
-        "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line "
+        "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line, "
+        "s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o WHERE o.dataset_id = s.dataset_id "
+        "AND o.session_id = s.session_id AND o.id != s.id) "
         "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
     )
 
@@ -430,10 +432,11 @@ class Store:
         """The ``pk`` of the session whose id as exported is ``ref``: its ``session_id``, else the
         identity evalcore gave it (``SessionSummary.ref``)."""
         dataset_id = self.dataset_id(dataset)
+        # Its key first; then the session of that session_id no assistant answered; then the first of them.
         row = self.db.execute(
             "SELECT id FROM sessions WHERE dataset_id = ? AND (session_id = ? OR key = ?) "
-            "ORDER BY session_id IS NULL, id LIMIT 1",
-            [dataset_id, ref, ref],
+            "ORDER BY key = ? DESC, key = ? DESC, session_id IS NULL, id LIMIT 1",
+            [dataset_id, ref, ref, ref, f"id:{ref}"],
         ).fetchone()
         if row is None:
             raise NotFoundError(f"no session {ref!r} in dataset {dataset!r}")
@@ -455,7 +458,9 @@ class Store:
             session = _apply(session, self._edits(pk))
         session.status = status
         session.tags = json.loads(tags)
-        return StoredSession(pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits)
+        return StoredSession(
+            pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits, bool(row[16])
+        )
 
     def _edits(self, pk: int, *, until: int | None = None) -> list[Edit]:
         sql = (
