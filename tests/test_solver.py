@@ -1279,3 +1279,16 @@ def test_the_builders_are_registered_by_type() -> None:
 def test_errors_are_evalcore_errors() -> None:
     assert issubclass(TaskError, UsageError) and issubclass(SamplesError, UsageError)
     assert issubclass(TemplateError, EvalcoreError)
+
+
+def test_loops_that_write_nothing_and_huge_sums_are_bounded_too() -> None:
+
+    started = time.monotonic()
+    with pytest.raises(TemplateError, match="more than 5 s of rendering"):
+        Templates().render(
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "w", sample={},
+            messages=[],
+        )  # fmt: skip
+    assert time.monotonic() - started < 15
+    with pytest.raises(TemplateError, match="too large"):
+        Templates().render("{{ ('a' * 900000) + ('b' * 900000) }}", "w", sample={}, messages=[])

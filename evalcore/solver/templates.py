@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined
 from jinja2.exceptions import SecurityError, TemplateRuntimeError, UndefinedError
 from jinja2.runtime import Context
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 from jinja2.utils import missing
 
 from evalcore.errors import EvalcoreError
@@ -77,14 +78,33 @@ class _TooLarge(TemplateRuntimeError):
     """A template asked for a value too large to make (``'a' * 10**10``, ``7 ** 100000``, a huge text)."""
 
 
+#: The render under way on this thread or task: when it must end (``range`` looks, as loops go round).
+_DEADLINE: ContextVar[float] = ContextVar("template_deadline", default=float("inf"))
+
+
+def _timed_range(*args: int) -> Iterator[int]:
+    """The sandbox's ``range`` (at most ``MAX_RANGE`` items), given up past the render's deadline: loops that
+    write nothing are bounded in time too."""
+    deadline = _DEADLINE.get()
+    for n, value in enumerate(safe_range(*args)):
+        if n % 1024 == 0 and time.monotonic() > deadline:
+            raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
+        yield value
+
+
 class _Environment(ImmutableSandboxedEnvironment):
     """The sandbox, where an attribute or item of something undefined stays that first undefined (so the
-    error names the first missing or forbidden step, not the last), and ``*`` and ``**`` cannot exhaust the
-    memory or the processor."""
+    error names the first missing or forbidden step, not the last); ``*``, ``**`` and ``+`` refuse values
+    past their bounds, and loops over ``range`` past the render's time. (A template can still grow a text
+    with ``~`` in a loop over a ``namespace``: task files are the user's own, like scripts; a text rendered
+    past ``MAX_TEXT`` is refused.)"""
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+"})
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        sequences = isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
+        if operator == "+" and sequences and len(left) + len(right) > MAX_TEXT:
+            raise _TooLarge(f"a value of {len(left) + len(right):,} items; at most {MAX_TEXT:,}")
         if operator == "*":
             for seq, times in ((left, right), (right, left)):
                 if isinstance(seq, str | list | tuple) and isinstance(times, int) and len(seq) * times > MAX_REPEAT:
@@ -105,21 +125,26 @@ class _Environment(ImmutableSandboxedEnvironment):
 
 
 _ENV = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
+_ENV.globals["range"] = _timed_range
 _OUTSIDE_LOOP = _Undefined(hint="'loop_index' is undefined: it is defined only inside a loop", name="loop_index")
 
 
 def _bounded(template: Template, variables: dict[str, Any]) -> str:
     """``template`` rendered, given up past ``MAX_TEXT`` characters or ``MAX_SECONDS`` (a loop that writes)."""
     deadline = time.monotonic() + MAX_SECONDS
+    token = _DEADLINE.set(deadline)
     parts: list[str] = []
     size = 0
-    for part in template.generate(variables):
-        parts.append(part)
-        size += len(part)
-        if size > MAX_TEXT:
-            raise _TooLarge(f"a text of more than {MAX_TEXT:,} characters")
-        if time.monotonic() > deadline:
-            raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
+    try:
+        for part in template.generate(variables):
+            parts.append(part)
+            size += len(part)
+            if size > MAX_TEXT:
+                raise _TooLarge(f"a text of more than {MAX_TEXT:,} characters")
+            if time.monotonic() > deadline:
+                raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
+    finally:
+        _DEADLINE.reset(token)
     return "".join(parts)
 
 
