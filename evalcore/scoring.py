@@ -261,8 +261,9 @@ def _score_in_processes(
 
 def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
     """A worker's start: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); its own connection;
-    no cyclic garbage collector (a worker only scores, whose objects make no cycles: reference counting frees
-    every batch, and the collector's passes over each batch's million objects would cost a tenth of the run)."""
+    no cyclic garbage collector (sessions and results make no cycles, so reference counting frees every batch;
+    the collector's passes over each batch's million objects would cost a tenth of the run; a metric that made
+    cycles would hold their memory until the pool ends, with the run)."""
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
