@@ -178,7 +178,7 @@ class _Sink:
         for key, r in results:
             rows.append(score_row(run_id, pk, key, r, stamp))
             if r.turn is None:
-                counts[0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2] += 1
+                counts[_COUNTED[r.status]] += 1
         self.completed += 1
         if len(rows) >= FLUSH_RESULTS or time.monotonic() - self.saved > FLUSH_SECONDS:
             self.flush()
@@ -286,7 +286,7 @@ def _score_batch(pks: list[int]) -> int:
             for r in metric.evaluate(session):
                 rows.append(score_row(run_id, pk, key, r, stamp))
                 if r.turn is None:
-                    counts[0 if r.error is None and r.not_applicable is None else 1 if r.error is not None else 2] += 1
+                    counts[_COUNTED[r.status]] += 1
     with lock:  # the workers take turns (waiting here costs nothing; SQLite's busy wait sleeps in steps)
         runs.write_rows(rows, (counts[0], counts[1], counts[2]))
     return len(batch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,7 @@ class TaskView:
         return sorted(self.task.config_keys) if self.task is not None else []
 
 
+@lru_cache(maxsize=16)  # the page runs again on every click: a task (its templates compiled) is read once
 def read_task_text(text: str, name: str) -> TaskView:
     """A task file's text (an upload or a file of the folder) read as typed, with every problem."""
     try:
@@ -98,29 +100,28 @@ def configured(view: TaskView, values: dict[str, str]) -> tuple[Task | None, lis
         return None, list(exc.problems) or [str(exc)]
 
 
-def outline(task: Task) -> list[str]:
-    """The task's builders, one line each (a loop's nested ones indented), as a person reads them."""
+def outline(task: Task) -> list[tuple[int, str]]:
+    """The task's builders, one line each with its depth (a loop's nested ones one deeper), as a person reads them."""
     return _outline(task.builders, 0)
 
 
-def _outline(builders: list[Any], depth: int) -> list[str]:
-    lines: list[str] = []
-    pad = "    " * depth
+def _outline(builders: list[Any], depth: int) -> list[tuple[int, str]]:
+    lines: list[tuple[int, str]] = []
     for builder in builders:
         until = f", until it says {builder.terminate_if.includes!r}" if getattr(builder, "terminate_if", None) else ""
         if isinstance(builder, ChatMessage):
             text = builder.content.strip().splitlines()[0] if builder.content.strip() else ""
-            lines.append(f"{pad}{builder.role} message: {text[:80]}{'…' if len(text) > 80 else ''}{until}")
+            lines.append((depth, f"{builder.role} message: {text[:80]}{'…' if len(text) > 80 else ''}{until}"))
         elif isinstance(builder, Generate):
-            lines.append(f"{pad}the model under evaluation answers{until}")
+            lines.append((depth, f"the model under evaluation answers{until}"))
         elif isinstance(builder, GenerateMessage):
-            lines.append(f"{pad}{builder.model} answers as {builder.output_role}{until}")
+            lines.append((depth, f"{builder.model} answers as {builder.output_role}{until}"))
         elif isinstance(builder, Loop):
             then = "error" if builder.fails_at_max() else "go on"
-            lines.append(f"{pad}loop, at most {builder.max_iterations} times (then {then}):")
+            lines.append((depth, f"loop, at most {builder.max_iterations} times (then {then}):"))
             lines += _outline(builder.message_builders, depth + 1)
         elif isinstance(builder, LoadTrace):
-            lines.append(f"{pad}the recorded conversation in the sample's {builder.trace_column!r}")
+            lines.append((depth, f"the recorded conversation in the sample's {builder.trace_column!r}"))
     return lines
 
 
@@ -155,6 +156,7 @@ def first_link(task: Task, samples: SamplesView, model: str) -> str:
     return identity_key(sample_session_id(task, samples.places[0], samples.rows[0]), model, "", None)
 
 
+@lru_cache(maxsize=16)  # (as tasks: read once, not on every click; nothing changes what it gives)
 def read_samples_text(text: str, name: str) -> SamplesView:
     """A samples file's text (JSONL, JSON, or CSV when ``name`` ends in ``.csv``)."""
     placed, problems = place_samples(text, name)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import ConflictError, EvalcoreError
+from evalcore.review.text import literal_markdown
 from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path
 from evalcore.store.queries import SessionFilter
@@ -182,3 +183,15 @@ def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: 
     if ended is not None:
         st.session_state.pop(ended, None)
     st.rerun()
+
+
+def job_status(status: str, fraction: float, message: str) -> None:
+    """A background job's state: its bar while it runs, else how it ended."""
+    if status == "running":
+        st.progress(fraction, text=message)
+    elif status == "done":
+        st.success(message, icon=":material/check_circle:")
+    elif status in ("cancelled", "stalled"):
+        st.warning(message, icon=":material/pause_circle:")
+    else:
+        st.error(literal_markdown(message), icon=":material/error:")

@@ -6,6 +6,7 @@ import streamlit as st
 from evalcore.background import start_import
 from evalcore.dataset_views import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.formats import formats
+from evalcore.overview import sample_files
 from evalcore.review.text import literal_markdown
 from evalcore.samples import load_samples
 from evalcore.store.datasets import delete_dataset, rename_dataset
@@ -118,7 +119,11 @@ with left:
 
 with right:
     st.subheader("Sample data")
-    st.caption("Thirteen small files, one per format evalcore reads, each in a `sample-…` dataset, scored.")
+    n_samples = len(sample_files(_shared.sample_folder()))
+    st.caption(
+        f"{_shared.plural(n_samples, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
+        "dataset, scored."
+    )
     if st.button("Load the sample data", icon=":material/download:", key="load_samples"):
         with st.spinner("Importing and scoring the samples…"):
             loads = load_samples(store, _shared.sample_folder())

@@ -58,14 +58,7 @@ def show_progress(job_id: int) -> bool:
     """The job's bar and live counts; whether it is still running."""
     job = Jobs(store).get(job_id)
     view = progress_view(store, job, background.job_run(store, job_id))
-    if view.status == "running":
-        st.progress(view.fraction, text=view.message)
-    elif view.status == "done":
-        st.success(view.message, icon=":material/check_circle:")
-    elif view.status in ("cancelled", "stalled"):
-        st.warning(view.message, icon=":material/pause_circle:")
-    else:
-        st.error(literal_markdown(view.message), icon=":material/error:")
+    _shared.job_status(view.status, view.fraction, view.message)
     st.markdown(view.counts_markdown)
     return view.active
 

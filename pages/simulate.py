@@ -44,14 +44,7 @@ st.caption(
 def show_progress(job_id: int) -> bool:
     """The job's bar, or what it did; whether it is still running."""
     view = solve_progress(Jobs(store).get(job_id))
-    if view.status == "running":
-        st.progress(view.fraction, text=view.message)
-    elif view.status == "done":
-        st.success(view.message, icon=":material/check_circle:")
-    elif view.status in ("cancelled", "stalled"):
-        st.warning(view.message, icon=":material/pause_circle:")
-    else:
-        st.error(literal_markdown(view.message), icon=":material/error:")
+    _shared.job_status(view.status, view.fraction, view.message)
     if view.summary:
         st.caption(literal_markdown(view.summary))
     if view.errors:
@@ -114,8 +107,10 @@ with left:
     elif view is not None and view.task is not None:
         fmt = view.task.solver.message_format
         st.caption(f"{_shared.plural(len(view.task.builders), 'step')}; conversations recorded as `{fmt}`")
-        st.markdown("\n".join(f"1. {literal_markdown(line)}" if not line.startswith(" ") else
-                              f"    - {literal_markdown(line.strip())}" for line in outline(view.task)))  # fmt: skip
+        steps = [
+            ("    " * depth + ("- " if depth else "1. ")) + literal_markdown(text) for depth, text in outline(view.task)
+        ]
+        st.markdown("\n".join(steps))
 
 samples: SamplesView | None = None
 with right:

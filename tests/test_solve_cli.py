@@ -22,10 +22,11 @@ EVALCORE = Path(sys.executable).parent / "evalcore"
 
 
 def solve(
-    db: Path, url: str, model: str, *extra: str, task: str = "clarification.yaml"
+    db: Path, url: str, model: str, *extra: str, samples: Path = TASKS / "clarification.jsonl"
 ) -> subprocess.CompletedProcess[str]:
+    """``evalcore solve`` of the clarification task on ``samples`` into the dataset ``capitals``."""
     command = [
-        str(EVALCORE), "solve", str(TASKS / task), "--samples", str(TASKS / "clarification.jsonl"),
+        str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
         "--dataset", "capitals", "--model", model, "--config", f"judge_model={JUDGE}", "--base-url", url,
         "--api-key", "sk-test", "--db", str(db), "--max-retries", "1", *extra,
     ]  # fmt: skip
@@ -142,17 +143,12 @@ def test_a_sample_keeps_its_session_when_a_bad_line_before_it_is_mended(tmp_path
     samples.write_text("\n".join([lines[0], "{not json", *lines[2:]]) + "\n")
     db = tmp_path / "e.db"
     with ScriptedOpenAI(clarify) as server:
-        command = [
-            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
-            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
-            "--db", str(db),
-        ]  # fmt: skip
-        first = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        first = solve(db, server.url, "m", samples=samples)
         assert first.returncode == 1 and f"{samples}: line 2: not valid JSON" in first.stderr
         assert ("clarification-3", "m") in _sessions(db)  # Portugal, third in the file
         assert _sessions(db)[("clarification-3", "m")].reference == "Lisbon"
         samples.write_text("\n".join(lines) + "\n")  # mended
-        again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        again = solve(db, server.url, "m", samples=samples)
         assert again.returncode == 0 and "1 solved, 0 failed, 5 already solved" in again.stderr
         sessions = _sessions(db)
         assert len(sessions) == 6 and sessions[("clarification-2", "m")].reference == "Paris"
@@ -165,12 +161,7 @@ def test_two_samples_with_one_id_keep_the_first_and_say_so(tmp_path: Path) -> No
     samples.write_text("".join(json.dumps(r) + "\n" for r in rows))
     db = tmp_path / "e.db"
     with ScriptedOpenAI(clarify) as server:
-        command = [
-            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
-            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
-            "--db", str(db),
-        ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        proc = solve(db, server.url, "m", samples=samples)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "evalcore: sample 1: the id of sample 3 is sample 2's too; left out" in proc.stderr
     assert "2 solved, 1 failed" in proc.stderr
@@ -184,13 +175,8 @@ def test_a_changed_sample_is_solved_again(tmp_path: Path) -> None:
     samples.write_text("\n".join(lines) + "\n")
     db = tmp_path / "e.db"
     with ScriptedOpenAI(clarify) as server:
-        command = [
-            str(EVALCORE), "solve", str(TASKS / "clarification.yaml"), "--samples", str(samples),
-            "--dataset", "capitals", "--model", "m", "--config", f"judge_model={JUDGE}", "--base-url", server.url,
-            "--db", str(db),
-        ]  # fmt: skip
-        assert subprocess.run(command, capture_output=True, text=True, timeout=120).returncode == 0
+        assert solve(db, server.url, "m", samples=samples).returncode == 0
         samples.write_text(lines[0] + "\n" + lines[1].replace("France", "Japan").replace("Paris", "Tokyo") + "\n")
-        again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        again = solve(db, server.url, "m", samples=samples)
     assert again.returncode == 0 and "1 solved, 0 failed, 1 already solved" in again.stderr
     assert _sessions(db)[("clarification-2", "m")].reference == "Tokyo"
