@@ -25,6 +25,7 @@ from typing import TextIO
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
 from evalcore.outputs import discard_live
 from evalcore.progress import ProgressBar
+from evalcore.workers import default_workers
 
 __all__ = ["main"]
 
@@ -58,6 +59,15 @@ class _FormatNames(Sequence[str]):
         return name in self._names()
 
 
+def _workers_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--workers",
+        type=_number(int, low=1, high=64),
+        metavar="N",
+        help=f"{what} (default: the CPUs, at most 4; 1: this process only)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     names = _FormatNames(writable=False)
     writable = _FormatNames(writable=True)
@@ -76,12 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
+    _workers_option(convert, "processes reading a big JSON Lines file")
 
     validate = sub.add_parser("validate", help="report every problem in a file; exit 1 if any")
     validate.add_argument("input", metavar="IN")
     validate.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
+    _workers_option(validate, "processes reading a big JSON Lines file")
 
     db_help = "SQLite file (default: $EVALCORE_DB, else ./evalcore.db)"
     imp = sub.add_parser("import", help="import a file into a dataset of the store")
@@ -158,12 +170,7 @@ def _parser() -> argparse.ArgumentParser:
         help="retries of a failed judge call (default 4)",
     )
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
-    score.add_argument(
-        "--workers",
-        type=_number(int, low=1, high=64),
-        metavar="N",
-        help="processes scoring deterministic metrics (default: the CPUs, at most 4; 1: this process only)",
-    )
+    _workers_option(score, "processes scoring deterministic metrics")
     score.add_argument("--db", default=None, type=_text, help=db_help)
 
     solve = sub.add_parser("solve", help="run a multi-turn solver task's samples against a model, into a dataset")
@@ -291,6 +298,7 @@ def _main(args: argparse.Namespace) -> int:
                 to=args.to,
                 source_format=args.source_format,
                 on_problem=lambda p: print(p, file=err),
+                workers=args.workers or default_workers(),
             )
             print(
                 f"{report.sessions} sessions written to {args.output} ({args.to}); "
@@ -300,7 +308,10 @@ def _main(args: argparse.Namespace) -> int:
             return 1 if report.errors else 0
         if args.command == "validate":
             report = validate_file(
-                args.input, source_format=args.source_format, on_problem=lambda p: print(p, file=err)
+                args.input,
+                source_format=args.source_format,
+                on_problem=lambda p: print(p, file=err),
+                workers=args.workers or default_workers(),
             )
             fmt = f" as {report.format}" if report.format else ""
             print(
@@ -455,7 +466,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
                 resume=not args.new_run,
                 output=args.output,
                 on_progress=lambda done, total: bar.update(done, total),
-                workers=args.workers or min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1),
+                workers=args.workers or default_workers(),
             )
         finally:
             bar.close()

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalcore.errors import EvalcoreError
-from evalcore.formats import Format, get_format, read_path, writer_for
+from evalcore.formats import Format, get_format, writer_for
 from evalcore.formats._blocks import non_text_blocks
 from evalcore.formats.files import ReadResult
+from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
 from evalcore.schema import Problem, Session
 from evalcore.schema.session import TRUTH_FIELDS
@@ -73,35 +75,62 @@ def validate_file(
     *,
     source_format: str | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
+    workers: int = 1,
 ) -> ConvertReport:
     """Read every record of ``path`` and report every problem, with a warning for each session an import
-    would not keep: one whose identity (``evalcore.identity``) an earlier record of the file has."""
+    would not keep: one whose identity (``evalcore.identity``) an earlier record of the file has.
+
+    With ``workers`` > 1, a big JSON Lines file is read by that many processes (``evalcore.formats.parallel``);
+    the report is the same.
+    """
     report = ConvertReport()
     seen: dict[str, int] = {}
-    with read_path(path, source_format) as results:
-        for result in results:
-            _note(report, str(path), result, on_problem)
-            if result.session is not None:
-                report.format = result.session.provenance.format if result.session.provenance else None
-                report.sessions += result.ok
-                if result.ok and result.session.session_id is not None:
-                    _note_repeat(report, str(path), result, seen, on_problem)
+    for checked in map_read(path, source_format, _checked, workers=workers):
+        _note(report, str(path), checked.result, on_problem)
+        if checked.format is not None:
+            report.format = checked.format
+            report.sessions += checked.ok
+            if checked.identity is not None:
+                _note_repeat(report, str(path), checked, seen, on_problem)
     return report
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """What validating needs of a record: its result (without the session: this goes back from a worker
+    process), whether it gave a session with no error, the session's format, and for such a session with a
+    ``session_id``, its ``(session_id, assistant_id)``."""
+
+    result: ReadResult
+    ok: bool
+    format: str | None
+    identity: tuple[str, str | None] | None
+
+
+def _checked(result: ReadResult) -> _Checked:
+    session = result.session
+    if session is None:
+        return _Checked(result, False, None, None)
+    fmt = session.provenance.format if session.provenance else None
+    ok = result.ok
+    identity = (session.session_id, session.assistant_id) if ok and session.session_id is not None else None
+    return _Checked(ReadResult(result.line, result.position, None, result.problems), ok, fmt, identity)
 
 
 def _note_repeat(
     report: ConvertReport,
     path: str,
-    result: ReadResult,
+    checked: _Checked,
     seen: dict[str, int],
     on_problem: Callable[[FileProblem], None] | None,
 ) -> None:
-    assert result.session is not None
-    session_id = result.session.session_id
-    key = identity_key(session_id, result.session.assistant_id, path, None)
+    assert checked.identity is not None
+    session_id, assistant_id = checked.identity
+    result = checked.result
+    key = identity_key(session_id, assistant_id, path, None)
     first = seen.setdefault(key, result.line)
     if first != result.line:
-        name = repeat_name(session_id, result.session.assistant_id, key)
+        name = repeat_name(session_id, assistant_id, key)
         message = f"session {name} appears again (first on line {first}): an import keeps the first, not this one"
         repeat = ReadResult(result.line, result.position, None, [Problem("warning", None, message)])
         _note(report, path, repeat, on_problem)
@@ -114,28 +143,52 @@ def convert_file(
     to: str,
     source_format: str | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
+    workers: int = 1,
 ) -> ConvertReport:
-    """Convert ``source`` into ``target`` in format ``to``; bad records are reported and skipped."""
+    """Convert ``source`` into ``target`` in format ``to``; bad records are reported and skipped.
+
+    With ``workers`` > 1, a big JSON Lines file is read and written by that many processes
+    (``evalcore.formats.parallel``); the target and the report are the same.
+    """
     report = ConvertReport()
     fmt = get_format(to)
-    with read_path(source, source_format) as results, writer_for(target, fmt) as writer:
-        for result in results:
-            _note(report, str(source), result, on_problem)
-            if result.ok and result.session is not None:
-                report.format = result.session.provenance.format if result.session.provenance else None
-                try:
-                    writer.write(result.session)
-                except (EvalcoreError, ValueError, TypeError) as exc:
-                    failed = ReadResult(
-                        result.line, result.position, None, [Problem("error", None, f"cannot write as {to}: {exc}")]
-                    )
-                    _note(report, str(source), failed, on_problem)
-                    continue
+    with writer_for(target, fmt) as writer:
+        for converted in map_read(source, source_format, functools.partial(_converted, fmt), workers=workers):
+            for note in converted.notes:
+                _note(report, str(source), note, on_problem)
+            if converted.format is not None:
+                report.format = converted.format
+            if converted.lines is not None:
+                writer.write_lines(converted.lines)
                 report.sessions += 1
-                lost = dropped_blocks(result.session, fmt)
-                if lost:
-                    _note(report, str(source), ReadResult(result.line, result.position, None, lost), on_problem)
     return report
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """A record converted: its lines in the target format (None when it gave none), the session's format, and
+    what to report (results without their sessions: this goes back from a worker process)."""
+
+    lines: list[str] | None
+    format: str | None
+    notes: list[ReadResult]
+
+
+def _converted(fmt: Format, result: ReadResult) -> _Converted:
+    notes = [ReadResult(result.line, result.position, None, result.problems)] if result.problems else []
+    session = result.session
+    if session is None or not result.ok:
+        return _Converted(None, None, notes)
+    read_as = session.provenance.format if session.provenance else None
+    try:
+        lines = fmt.write_lines(session)
+    except (EvalcoreError, ValueError, TypeError) as exc:
+        problem = Problem("error", None, f"cannot write as {fmt.name}: {exc}")
+        return _Converted(None, read_as, [*notes, ReadResult(result.line, result.position, None, [problem])])
+    lost = dropped_blocks(session, fmt)
+    if lost:
+        notes.append(ReadResult(result.line, result.position, None, lost))
+    return _Converted(lines, read_as, notes)
 
 
 def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:

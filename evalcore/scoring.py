@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
-import gc
 import itertools
 import json
 import multiprocessing
 import os
-import signal
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Coroutine, Sequence
@@ -40,6 +38,7 @@ from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import now
 from evalcore.store.runs import Run, RunProgress, Runs, StoreJudgeCache, score_row
+from evalcore.workers import can_fork, fork_pool
 
 __all__ = [
     "RunProgress",
@@ -208,7 +207,7 @@ def _score_deterministic(
     store: Store, plan: _Plan, sink: _Sink, should_stop: Callable[[], bool] | None, workers: int = 1
 ) -> bool:
     """Score every session left with deterministic metrics, a batch at a time; True when stopped early."""
-    if workers > 1 and len(plan.todo) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+    if workers > 1 and len(plan.todo) >= PARALLEL_MIN and can_fork():
         return _score_in_processes(store, plan, sink, should_stop, workers)
     keyed = plan.keyed
     runs = Runs(store)
@@ -235,12 +234,9 @@ def _score_in_processes(
 
     The workers save what they score themselves: this process would otherwise spend as long taking their
     rows and writing them as a worker spends scoring (on two CPUs, the time of the whole run)."""
-    context = multiprocessing.get_context("fork")
     batches = [plan.todo[start : start + BATCH] for start in range(0, len(plan.todo), BATCH)]
-    initargs = (store.path, store.busy_timeout, plan.keyed, plan.run.id, context.Lock())
-    pool = concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_start_worker, initargs=initargs
-    )
+    lock = multiprocessing.get_context("fork").Lock()
+    pool = fork_pool(workers, _start_worker, (store.path, store.busy_timeout, plan.keyed, plan.run.id, lock))
     pending: deque[concurrent.futures.Future[int]] = deque()
     try:
         ahead = iter(batches)
@@ -260,14 +256,8 @@ def _score_in_processes(
 
 
 def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
-    """A worker's start: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); its own connection;
-    no cyclic garbage collector (sessions and results make no cycles, so reference counting frees every batch;
-    the collector's passes over each batch's million objects would cost a tenth of the run; a metric that made
-    cycles would hold their memory until the pool ends, with the run)."""
+    """A worker's start (after ``evalcore.workers.start_worker``): its own connection."""
     global _worker
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    gc.disable()
     _worker = (Store(path, busy_timeout=busy_timeout), keyed, run_id, lock)
 
 

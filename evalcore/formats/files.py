@@ -15,12 +15,22 @@ from typing import IO, Any
 
 from evalcore.errors import FormatDetectionError, RecordError
 from evalcore.formats.base import Format, Reader, formats, get_format
-from evalcore.formats.jsonio import RawRecord, iter_records
+from evalcore.formats.jsonio import RawRecord, iter_records, iter_records_on, line_records
 from evalcore.formats.langchain import is_langchain_message
 from evalcore.schema import Problem, Provenance, Session, validate_session
 from evalcore.schema.validation import SHALLOW
 
-__all__ = ["ReadResult", "SessionWriter", "detect_format", "read", "read_path", "writer_for"]
+__all__ = [
+    "ReadResult",
+    "SessionWriter",
+    "detect_format",
+    "read",
+    "read_lines",
+    "read_on",
+    "read_path",
+    "reads_by_line",
+    "writer_for",
+]
 
 
 @dataclass
@@ -63,7 +73,48 @@ def read(
 ) -> Iterator[ReadResult]:
     """Stream the sessions of ``stream``, detecting the format from content when not given."""
     reading = _Reading(get_format(fmt) if isinstance(fmt, str) else fmt, source, validate)
-    for raw in _conversations(iter_records(stream)):
+    return _results(_conversations(iter_records(stream)), reading)
+
+
+def reads_by_line(fmt: Format) -> bool:
+    """Whether ``fmt`` reads each record into a session on its own (its reader holds nothing back): a stretch of
+    a JSON Lines file in it reads the same on its own (``read_lines``) as within the file."""
+    return type(fmt).reader is Format.reader
+
+
+def read_lines(
+    lines: list[str], fmt: Format, *, first_line: int, first_position: int, source: str | None, validate: bool = True
+) -> list[ReadResult] | None:
+    """What ``read`` gives for ``lines``, a stretch of a JSON Lines file in ``fmt`` (see ``reads_by_line``) that
+    starts on line ``first_line`` with the record at ``first_position`` (the file's non-blank lines before it:
+    one record each); None when a line may start a document spanning lines (then ``read_on`` reads from there)."""
+    records = line_records(lines, first_line)
+    if records is None:
+        return None
+    reading = _Reading(fmt, source, validate)
+    reading.position = first_position
+    return list(_results(iter(records), reading))
+
+
+def read_on(
+    stream: IO[str],
+    head: str,
+    fmt: Format,
+    *,
+    first_line: int,
+    first_position: int,
+    source: str | None,
+    validate: bool = True,
+) -> Iterator[ReadResult]:
+    """What ``read`` gives for the rest of a file in ``fmt`` whose JSON Lines go on at line ``first_line`` (the
+    record at ``first_position``): ``head``, its next whole lines read already, then the rest of ``stream``."""
+    reading = _Reading(fmt, source, validate)
+    reading.position = first_position
+    return _results(iter_records_on(stream, head, first_line), reading)
+
+
+def _results(records: Iterator[RawRecord], reading: _Reading) -> Iterator[ReadResult]:
+    for raw in records:
         if raw.warning is not None:
             yield ReadResult(raw.line, -1, None, [Problem("warning", raw.field, raw.warning)])
         elif raw.error is not None:
@@ -147,10 +198,8 @@ class _Reading:
 
     def finish(self, line: int, session: Session) -> ReadResult:
         assert self.chosen is not None
-        # Known-good values: built without validation (this runs once per session read).
-        session.provenance = Provenance.model_construct(
-            source=self.source, format=self.chosen.name, line=line, position=self.position
-        )
+        # (Validating four known-good values is twice as fast as pydantic's ``model_construct``.)
+        session.provenance = Provenance(source=self.source, format=self.chosen.name, line=line, position=self.position)
         self.position += 1
         if self.assistant is not None and session.assistant_id is None:
             session.assistant_id = self.assistant
@@ -238,8 +287,11 @@ class SessionWriter:
 
     def write(self, session: Session) -> None:
         """Write one session (one or more values)."""
-        texts = self.format.write_lines(session)
-        for text in texts:  # all serialised first, so a failure writes nothing
+        self.write_lines(self.format.write_lines(session))  # all serialised first, so a failure writes nothing
+
+    def write_lines(self, texts: list[str]) -> None:
+        """Write the serialised values of one session (``Format.write_lines``)."""
+        for text in texts:
             if self.array:
                 self.stream.write(("[\n" if self.count == 0 else ",\n") + text)
             else:

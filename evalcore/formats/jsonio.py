@@ -36,7 +36,16 @@ from typing import IO, Any, Protocol
 
 import orjson
 
-__all__ = ["RawRecord", "Unreadable", "dumps_compact", "iter_records", "loads", "nesting_bound"]
+__all__ = [
+    "RawRecord",
+    "Unreadable",
+    "dumps_compact",
+    "iter_records",
+    "iter_records_on",
+    "line_records",
+    "loads",
+    "nesting_bound",
+]
 
 _CHUNK = 1 << 16
 #: Characters of a leading JSON array held back to tell one array from JSON Lines (see above).
@@ -109,10 +118,21 @@ class Unreadable(json.JSONDecodeError):
 
 
 # orjson turns integers beyond 64 bits into floats: text with a run of 19 digits goes to the
-# stdlib parser. (Mapping every digit to 9 and searching is 3x faster than a regex.)
-_DIGITS_TO_NINE = str.maketrans("0123456789", "9999999999")
-_MARKS = str.maketrans("0123456789[", "9999999999{")
-_NINETEEN = "9" * 19
+# stdlib parser. (Mapping every digit of the UTF-8 bytes to 9 and searching is 15x faster than a
+# regex, and 6x faster than the same on the ``str``; brackets are mapped to ``{`` for the nesting
+# bound. A multi-byte UTF-8 character has no ASCII byte in it, so counts on the bytes are counts
+# on the text.)
+_MARKS = bytes.maketrans(b"0123456789[", b"9999999999{")
+_NINETEEN = b"9" * 19
+
+
+def _utf8(text: str) -> bytes | None:
+    """``text`` in UTF-8; None when it holds a lone surrogate (bad bytes of the file, kept by
+    ``surrogateescape``): only the careful path reads those."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return None
 
 
 def loads(text: str) -> Any:
@@ -122,9 +142,10 @@ def loads(text: str) -> Any:
     Raises ``json.JSONDecodeError`` for text that is not JSON, and its subclass ``Unreadable`` for
     JSON evalcore cannot hold (see the module's docstring).
     """
-    if _NINETEEN not in text.translate(_DIGITS_TO_NINE):
+    data = _utf8(text)
+    if data is not None and _NINETEEN not in data.translate(_MARKS):
         try:
-            return orjson.loads(text)
+            return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
     if _BAD_BYTES.search(text):
@@ -241,6 +262,27 @@ def iter_records(stream: IO[str]) -> Iterator[RawRecord]:
         yield from _leading_array(buf)
     else:
         yield from _sequence(buf)
+
+
+def line_records(lines: list[str], first: int) -> list[RawRecord] | None:
+    """The records of ``lines``, lines of JSON Lines (each without its newline, the first being line
+    ``first`` of its file), as ``iter_records`` reads them there; None when one of them may start a
+    document spanning lines, which only ``iter_records_on`` reads right (with the lines after it)."""
+    records = []
+    for number, text in enumerate(lines, first):
+        record = _parse_line(text, number)
+        if record is None:
+            continue
+        if record.error is not None and record.error.startswith(_NOT_JSON) and _opens(text):
+            return None
+        records.append(record)
+    return records
+
+
+def iter_records_on(stream: IO[str], head: str, first: int) -> Iterator[RawRecord]:
+    """The records of ``head`` (whole lines, starting on line ``first`` of the file, where the file's
+    JSON Lines go on) and of the rest of ``stream``, as ``iter_records`` reads them from there."""
+    return _iter_lines(stream, head, first)
 
 
 def _sequence(buf: _Buffer) -> Iterator[RawRecord]:
@@ -466,16 +508,17 @@ def _parse_line(text: str, number: int) -> RawRecord | None:
         return None
     # ``loads``, inline, with the nesting bound from the same pass over the text (digits to 9 for
     # ``loads``, brackets to ``{`` for the bound).
-    marked = text.translate(_MARKS)
-    if _NINETEEN not in marked:
+    data = _utf8(text)
+    marked = data.translate(_MARKS) if data is not None else None
+    if data is not None and marked is not None and _NINETEEN not in marked:
         try:
-            value = orjson.loads(text)
+            value = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass
         else:
-            bound = marked.count("{")
-            if "\\" in text:
-                bound += text.count("\\\\") + text.count("\\u")
+            bound = marked.count(b"{")
+            if b"\\" in marked:
+                bound += marked.count(b"\\\\") + marked.count(b"\\u")
             return RawRecord(number, value, nesting=bound)
     try:
         return RawRecord(number, loads(text), nesting=nesting_bound(text))

@@ -147,9 +147,10 @@ def _check_tool_order(session: Session) -> list[Problem]:
     seen_assistant = False
     previous = None
     for i, message in enumerate(session.messages):
-        if message.role == "system":
+        role = message.role
+        if role == "system":
             continue
-        if message.role == "tool":
+        if role == "tool":
             reason = None
             if not seen_assistant:
                 reason = RAGAS_TOOL_BEFORE_AI
@@ -159,13 +160,15 @@ def _check_tool_order(session: Session) -> list[Problem]:
                 reason = RAGAS_TOOL_AFTER_HUMAN
             if reason:
                 problems.append(Problem("error", f"messages[{i}]", reason))
-        elif message.role == "assistant":
+        elif role == "assistant":
             seen_assistant = True
         previous = message
     return problems
 
 
 def _check_turns(session: Session) -> list[Problem]:
+    if not session.turn_truth:  # (most sessions: this runs for every one read)
+        return []
     problems: list[Problem] = []
     n_user = sum(1 for m in session.messages if m.role == "user")
     if len(session.turn_truth) > n_user:

@@ -1,0 +1,159 @@
+"""Reading a big file on several processes: a JSON Lines file's lines are cut into blocks, and forked workers
+read each block and work on what it gives, while this process hands the blocks out and takes the results back
+in the file's order.
+
+The results are those of reading the file in one process (``read_path``), record for record: a block is read
+only when the file's format reads each record on its own (``reads_by_line``) and its position in the file is
+known (the line it starts on, and the records before it: one a non-blank line). A file that does not start
+with a JSON Lines record (a JSON array, a document spanning lines, a first line that is not JSON) is read in
+this process; so is the rest of a file from a block with a line that may start a document spanning lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import IO, Any, Generic, TypeVar
+
+from evalcore.errors import FormatDetectionError
+from evalcore.formats.base import Format, get_format
+from evalcore.formats.files import ReadResult, detect_format, read_lines, read_on, read_path, reads_by_line
+from evalcore.formats.jsonio import line_records
+from evalcore.workers import can_fork, fork_pool
+
+__all__ = ["BLOCK_CHARS", "PARALLEL_MIN_BYTES", "map_read"]
+
+T = TypeVar("T")
+
+#: Files smaller than this are read in one process (forking workers costs more than they save).
+PARALLEL_MIN_BYTES = 2 << 20
+#: About this many characters of whole lines make a block.
+BLOCK_CHARS = 1 << 19
+
+
+def map_read(
+    path: str | os.PathLike[str],
+    fmt: str | Format | None,
+    work: Callable[[ReadResult], T],
+    *,
+    workers: int = 1,
+    validate: bool = True,
+) -> Iterator[T]:
+    """``work`` of each ``ReadResult`` of ``read_path(path, fmt)``, in the file's order; with ``workers`` > 1, a
+    big JSON Lines file is read, and worked on, by that many forked processes (``work`` is inherited by them,
+    and what it returns goes back pickled: keep it small, a session's lines rather than the session)."""
+    chosen = get_format(fmt) if isinstance(fmt, str) else fmt
+    if workers > 1 and can_fork() and os.path.getsize(path) >= PARALLEL_MIN_BYTES:
+        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as stream:
+            by_line = _line_format(stream, chosen)
+            if by_line is not None:
+                stream.seek(0)
+                yield from _map_blocks(stream, _Job(by_line, str(path), validate, work), workers)
+                return
+    with read_path(path, chosen, validate=validate) as results:
+        for result in results:
+            yield work(result)
+
+
+@dataclass(frozen=True)
+class _Job(Generic[T]):
+    """What every worker is given: the format, the file's name, whether to validate, the work."""
+
+    format: Format
+    source: str
+    validate: bool
+    work: Callable[[ReadResult], T]
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Whole lines of the file (with their newlines), from line ``first_line``, record ``first_position`` on."""
+
+    first_line: int
+    first_position: int
+    lines: list[str]
+
+
+def _line_format(stream: IO[str], chosen: Format | None) -> Format | None:
+    """The format of a file that starts with a JSON Lines record of a format read record by record (the one
+    chosen, else the one its first record is in); None for any other file."""
+    while (text := stream.readline()) and not text.strip():
+        pass
+    if text.lstrip()[:1] != "{":  # nothing, a byte-order mark, an array: the reader of one process decides
+        return None
+    records = line_records([text.rstrip("\n")], 1)
+    if not records or records[0].error is not None:
+        return None
+    if chosen is None:
+        try:
+            chosen = detect_format(records[0].value)
+        except FormatDetectionError:
+            return None
+    return chosen if reads_by_line(chosen) else None
+
+
+def _blocks(stream: IO[str]) -> Iterator[_Block]:
+    line, position = 1, 0
+    while lines := stream.readlines(BLOCK_CHARS):
+        yield _Block(line, position, lines)
+        line += len(lines)
+        position += sum(1 for text in lines if text.strip())
+
+
+def _map_blocks(stream: IO[str], job: _Job[T], workers: int) -> Iterator[T]:
+    """The blocks of ``stream`` worked on by ``workers`` processes, at most two blocks each in flight (memory
+    stays flat); from a block that cannot be read on its own, the rest of the file read here."""
+    blocks = _blocks(stream)
+    pool = fork_pool(workers, _set_job, (job,))
+    pending: deque[tuple[_Block, Future[list[T] | None]]] = deque()
+    try:
+        for block in itertools.islice(blocks, 2 * workers):
+            pending.append((block, pool.submit(_work, block)))
+        while pending:
+            block, future = pending.popleft()
+            done = future.result()
+            if done is None:
+                rest = [block] + [later for later, _ in pending]
+                for _, later_future in pending:
+                    later_future.cancel()
+                pending.clear()
+                head = "".join(text for b in rest for text in b.lines)
+                results = read_on(
+                    stream, head, job.format, first_line=block.first_line, first_position=block.first_position,
+                    source=job.source, validate=job.validate,
+                )  # fmt: skip
+                for result in results:
+                    yield job.work(result)
+                return
+            yield from done
+            for block in itertools.islice(blocks, 1):
+                pending.append((block, pool.submit(_work, block)))
+    finally:
+        for _, future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# Set in each worker process (forked: inherited, never pickled).
+_job: _Job[Any] | None = None
+
+
+def _set_job(job: _Job[Any]) -> None:
+    global _job
+    _job = job
+
+
+def _work(block: _Block) -> list[Any] | None:
+    """In a worker: ``work`` of every record of ``block``; None when it must be read with the lines after it."""
+    job = _job
+    assert job is not None
+    lines = [text[:-1] if text.endswith("\n") else text for text in block.lines]
+    results = read_lines(
+        lines, job.format, first_line=block.first_line, first_position=block.first_position, source=job.source,
+        validate=job.validate,
+    )  # fmt: skip
+    return None if results is None else [job.work(result) for result in results]

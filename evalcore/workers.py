@@ -1,0 +1,63 @@
+"""Work on several processes: forked workers for the CPU-bound bulk paths (scoring, reading big files).
+
+Forked, not spawned: a worker inherits what its parent has imported and set up (no second start-up, nothing
+pickled but the work handed out and what comes back). Where fork is missing (Windows, macOS' default aside),
+the callers do the work in their own process.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import concurrent.futures
+
+__all__ = ["can_fork", "default_workers", "fork_pool", "start_worker"]
+
+
+def can_fork() -> bool:
+    """Whether worker processes can be forked here."""
+    import multiprocessing  # (here: the commands that never fork do not pay for its import)
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def default_workers() -> int:
+    """The workers a command uses unless told: the CPUs this process may run on, at most 4."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(4, cpus))
+
+
+def fork_pool(
+    workers: int, initializer: Callable[..., None], initargs: tuple[Any, ...]
+) -> concurrent.futures.ProcessPoolExecutor:
+    """``workers`` forked processes, each starting with ``initializer(*initargs)`` (inherited, never pickled)
+    after ``start_worker``'s set-up."""
+    import concurrent.futures
+    import multiprocessing
+
+    return concurrent.futures.ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_start,
+        initargs=(initializer, initargs),
+    )
+
+
+def _start(initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+    start_worker()
+    initializer(*initargs)
+
+
+def start_worker() -> None:
+    """A worker's set-up: Ctrl-C and SIGTERM are the parent's to handle (it stops the pool); no cyclic garbage
+    collector (the bulk paths make no cycles, so reference counting frees each piece of work; the collector's
+    passes over a batch's million objects would cost a tenth of the time; a cycle made anyway is held until the
+    pool ends)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    gc.disable()
