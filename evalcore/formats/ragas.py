@@ -89,7 +89,7 @@ class RagasFormat(Format):
 def _fast_data(row: dict[str, Any]) -> dict[str, Any] | None:
     """Canonical data for a well-formed row, with no per-field checks (most rows are well-formed): whatever is
     wrong, pydantic's validation of it, or the careful path, finds. (This runs for every row read.)"""
-    messages = []
+    messages: list[dict[str, Any]] = []
     append = messages.append
     for m in row["user_input"]:
         content = m["content"]

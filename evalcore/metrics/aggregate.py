@@ -6,7 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Summary", "summarize", "summarize_counts"]
+__all__ = ["Summary", "prepare", "summarize", "summarize_counts"]
+
+
+def prepare() -> None:
+    """Import what a summary's interval needs (numpy) ahead of the first summary, for a caller with time to
+    spare before it (a scorer waiting for its worker processes)."""
+    import numpy  # noqa: F401
 
 
 @dataclass(frozen=True)

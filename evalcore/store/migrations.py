@@ -9,7 +9,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 migrations = Migrations("evalcore")
 
@@ -280,3 +280,11 @@ def assistant_identity(db: Database) -> None:
     db.conn.executemany(
         "UPDATE sessions SET key = ? WHERE id = ?", [(identity_key(sid, aid, "", None), pk) for pk, sid, aid in rows]
     )
+
+
+@migrations(name="0006_scores_warned")
+def scores_warned(db: Database) -> None:
+    """The session-level scores that carry warnings, by run and metric: a run's summary counts them without
+    reading the table (its values come from ``idx_scores_run`` alone). Few scores have warnings, so the index
+    is small and costs a score written without one nothing but the check."""
+    db.execute("CREATE INDEX idx_scores_warned ON scores (run_id, metric) WHERE warnings IS NOT NULL AND turn = -1")
