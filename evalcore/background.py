@@ -73,7 +73,7 @@ def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[st
         try:
             result = work(store, _Reporter(jobs, job_id))
         except _Cancelled as exc:
-            jobs.fail(job_id, str(exc), exc.result)
+            jobs.cancelled(job_id, str(exc), exc.result)
         except EvalcoreError as exc:
             jobs.fail(job_id, str(exc))
         except Exception as exc:  # the job records it; the details go to the server's log
@@ -117,27 +117,21 @@ def start_import(
 _CANCEL_EVERY = 0.2
 
 
-def _flag(job_id: int, what: str) -> str:
-    return f"job:{job_id}:{what}"
-
-
 def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
-    """Ask job ``job_id`` to stop. A scoring job's worker sees the flag between two sessions, saves what it
+    """Ask job ``job_id`` to stop. A scoring job's worker sees the request between two sessions, saves what it
     scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops when its next sample
-    finishes (run it again to go on). Any tab or process may ask."""
-    Jobs(store).get(job_id)  # NotFoundError for no such job
-    store.set_meta(_flag(job_id, "cancel"), author or "someone")
+    finishes (run it again to go on). The job ends ``cancelled``. Any tab or process may ask."""
+    Jobs(store).request_cancel(job_id, author or "someone")
 
 
 def cancel_requested(store: Store, job_id: int) -> bool:
     """Whether someone asked job ``job_id`` to stop."""
-    return store.meta(_flag(job_id, "cancel")) is not None
+    return Jobs(store).cancel_requested(job_id) is not None
 
 
 def job_run(store: Store, job_id: int) -> int | None:
     """The run a scoring job works on (``None`` until it has one, or for an import)."""
-    value = store.meta(_flag(job_id, "run"))
-    return int(value) if value else None
+    return Jobs(store).get(job_id).run_id
 
 
 class _StopFlag:
@@ -195,7 +189,7 @@ def start_scoring(
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         def started(run: Run) -> None:
-            worker.set_meta(_flag(job_id, "run"), str(run.id))
+            Jobs(worker).set_run(job_id, run.id)
 
         result = score_dataset(
             worker,
@@ -217,7 +211,7 @@ def start_scoring(
             "cancelled": result.cancelled,
         }
         if result.cancelled:
-            raise _Cancelled(f"cancelled by {worker.meta(_flag(job_id, 'cancel'))}", outcome)
+            raise _Cancelled(f"cancelled by {Jobs(worker).cancel_requested(job_id)}", outcome)
         return outcome
 
     return _start(store.path, job_id, work)
@@ -271,7 +265,7 @@ def start_solving(
         )
         outcome = asdict(result) | {"summary": result.describe()}
         if stop.stop:
-            raise _Cancelled(f"cancelled by {worker.meta(_flag(job_id, 'cancel'))}", outcome)
+            raise _Cancelled(f"cancelled by {Jobs(worker).cancel_requested(job_id)}", outcome)
         return outcome
 
     return _start(store.path, job_id, work)

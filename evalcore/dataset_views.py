@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.review.text import plural
 from evalcore.store import Store
 from evalcore.store.datasets import overviews
 from evalcore.store.jobs import Job, Jobs
@@ -52,12 +53,12 @@ class ImportOutcome:
             return f"{self.job.label}: {self.job.fraction:.0%}"
         c = self.counts
         stored = c.get("new", 0) + c.get("updated", 0) + c.get("unchanged", 0)
-        parts = [f"{_count(stored, 'session')} stored ({c.get('new', 0):,} new, {c.get('updated', 0):,} updated, "
+        parts = [f"{plural(stored, 'session')} stored ({c.get('new', 0):,} new, {c.get('updated', 0):,} updated, "
                  f"{c.get('unchanged', 0):,} unchanged)"]  # fmt: skip
         if c.get("failed"):
-            parts.append(f"{_count(c['failed'], 'record')} with errors skipped")
+            parts.append(f"{plural(c['failed'], 'record')} with errors skipped")
         if c.get("warnings"):
-            parts.append(_count(c["warnings"], "warning"))
+            parts.append(plural(c["warnings"], "warning"))
         fmt = f" as {self.format}" if self.format else ""
         return f"{self.job.label}{fmt}: " + "; ".join(parts) + "."
 
@@ -79,7 +80,3 @@ def latest_import(store: Store, dataset: str) -> ImportOutcome | None:
         if job.kind == "import":
             return import_outcome(job)
     return None
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")

@@ -26,52 +26,18 @@ __all__ = [
     "ScoresDownload",
     "cli_command",
     "download_name",
-    "export_filter",
     "export_preview",
-    "run_label",
     "writable_formats",
 ]
 
 #: How a run's scores can be downloaded: kind -> (label, MIME type).
 SCORE_KINDS = {"csv": ("CSV", "text/csv"), "jsonl": ("JSON Lines", "application/jsonl")}
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_TRUTH = {"any": None, "present": True, "missing": False}
 
 
 def writable_formats() -> dict[str, str]:
     """Every format evalcore can write, by name, with what it is."""
     return {f.name: f.description for f in formats() if f.writable}
-
-
-def export_filter(
-    *,
-    status: list[str] | None = None,
-    tags: list[str] | None = None,
-    assistant: str | None = None,
-    search: str | None = None,
-    truth: str = "any",
-    run_id: int | None = None,
-    metric: str | None = None,
-    min_score: float | None = None,
-    max_score: float | None = None,
-) -> SessionFilter:
-    """The filter the page's widgets describe: ``assistant`` "any" or empty and blank ``search`` do
-    not filter; ``truth`` is "any", "present" or "missing"; a score range needs a run and a metric."""
-    if truth not in _TRUTH:
-        raise UsageError(f"unknown ground truth choice {truth!r}; use one of {', '.join(_TRUTH)}")
-    if (min_score is not None or max_score is not None) and (run_id is None or metric is None):
-        raise UsageError("a score range needs a run and a metric")
-    return SessionFilter(
-        status=list(status or []),
-        tags=list(tags or []),
-        assistant=None if assistant in (None, "", "any") else assistant,
-        search=(search or "").strip() or None,
-        has_truth=_TRUTH[truth],
-        run_id=run_id,
-        metric=metric,
-        min_score=min_score,
-        max_score=max_score,
-    )
 
 
 def _slug(text: str) -> str:
@@ -217,10 +183,3 @@ class ScoresDownload:
         """The run's scores, one row per (session, metric)."""
         make = scores_csv if self.kind == "csv" else scores_jsonl
         return make(self.store, self.run.id)
-
-
-def run_label(run: Run) -> str:
-    """A run as a choice in a list: ``#3 · 2026-11-23 12:04 · turn_count, tool_call_count · done``."""
-    when = run.started_at[:16].replace("T", " ")
-    metrics = ", ".join(run.metrics)
-    return f"#{run.id} · {when} · {metrics} · {run.status}"

@@ -33,7 +33,7 @@ from evalcore.metrics.transcript import transcript
 from evalcore.schema import Session
 from evalcore.store import Store
 from evalcore.store.jobs import Job, Jobs
-from evalcore.store.runs import Runs
+from evalcore.store.runs import RESUMABLE, Runs
 
 __all__ = [
     "ESTIMATE_NOTE",
@@ -636,12 +636,7 @@ def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
             pass
         else:
             items, done, failed, na = live.n_items, live.n_done, live.n_failed, live.n_not_applicable
-    status = job.status
-    cancelled = job.status == "failed" and (job.error or "").startswith("cancelled")
-    if cancelled:
-        status = "cancelled"
-    elif job.stalled:
-        status = "stalled"
+    status = "stalled" if job.stalled else job.status
     fraction = job.fraction if job.total or job.status == "done" else 0.0
     if status == "running":
         message = f"Scoring: {job.done:,} of {job.total:,} sessions" if job.total else "Starting the run…"
@@ -681,38 +676,33 @@ def _duration(start: str | None, end: str | None) -> str:
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str, Any]]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
     applicable, judge calls and cost (summed over the session scores), duration and status."""
-    dataset_id = store.dataset_id(dataset)
-    rows = store.db.execute(
-        "SELECT id, metrics, judge_model, status, started_at, finished_at, n_items, n_done, n_failed, "
-        "n_not_applicable FROM runs WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
-        [dataset_id, limit],
-    ).fetchall()
-    ids = [r[0] for r in rows]
+    store.dataset_id(dataset)  # NotFoundError for no such dataset
+    runs = Runs(store).recent(dataset, limit=limit)
     spent: dict[int, tuple[int | None, float | None, str | None]] = {}
-    if ids:
-        marks = ",".join("?" * len(ids))
+    if runs:
+        marks = ",".join("?" * len(runs))
         for run_id, calls, cost, last in store.db.execute(
             f"SELECT run_id, sum(calls), sum(cost), max(created_at) FROM scores WHERE run_id IN ({marks}) "
             "AND turn = -1 GROUP BY run_id",
-            ids,
+            [run.id for run in runs],
         ):
             spent[run_id] = (calls, cost, last)
     result = []
-    for run_id, names, model, status, started, finished, items, done, failed, na in rows:
-        calls, cost, last = spent.get(run_id, (None, None, None))
+    for run in runs:
+        calls, cost, last = spent.get(run.id, (None, None, None))
         result.append({
-            "run": run_id,
-            "started": started[:19].replace("T", " ") if started else "",
-            "status": status,
-            "metrics": ", ".join(json.loads(names)),
-            "judge": model or "",
-            "items": items,
-            "done": done,
-            "failed": failed,
-            "not applicable": na,
+            "run": run.id,
+            "started": run.started_at[:19].replace("T", " "),
+            "status": run.status,
+            "metrics": ", ".join(run.metrics),
+            "judge": run.judge_model or "",
+            "items": run.n_items,
+            "done": run.n_done,
+            "failed": run.n_failed,
+            "not applicable": run.n_not_applicable,
             "judge calls": calls,
             "cost": cost,
-            "duration": _duration(started, finished or last),
+            "duration": _duration(run.started_at, run.finished_at or last),
         })  # fmt: skip
     return result
 
@@ -722,7 +712,7 @@ def resumable_runs(rows: list[dict[str, Any]], active_run: int | None) -> list[d
     that is gone (not ``active_run``, the one a job works on now); each with a ``label`` to pick it by."""
     found = []
     for row in rows:
-        if row["status"] in ("cancelled", "failed") or (row["status"] == "running" and row["run"] != active_run):
+        if row["status"] in RESUMABLE and row["run"] != active_run:
             scored = row["done"] + row["failed"] + row["not applicable"]
             label = f"#{row['run']} {row['metrics']} ({row['status']}, {scored:,} of {row['items']:,} items)"
             found.append({**row, "label": label})

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.errors import UsageError
 from evalcore.review.tables import session_label
 from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter, browse
 from evalcore.store.runs import Runs
 
-__all__ = ["SessionsTable", "sessions_table"]
+__all__ = ["SessionsTable", "page_filter", "sessions_table"]
+
+_TRUTH = {"any": None, "present": True, "missing": False}
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,37 @@ class SessionsTable:
             return []
         optional = ("assistant", "tags", "last edit by")
         return [c for c in self.rows[0] if c not in optional or any(row[c] for row in self.rows)]
+
+
+def page_filter(
+    *,
+    status: list[str] | None = None,
+    tags: list[str] | None = None,
+    assistant: str | None = None,
+    search: str | None = None,
+    truth: str = "any",
+    run_id: int | None = None,
+    metric: str | None = None,
+    min_score: float | None = None,
+    max_score: float | None = None,
+) -> SessionFilter:
+    """The filter the Sessions and Export pages' widgets describe: ``assistant`` "any" or empty and blank
+    ``search`` do not filter; ``truth`` is "any", "present" or "missing"; a score range needs a run and a metric."""
+    if truth not in _TRUTH:
+        raise UsageError(f"unknown ground truth choice {truth!r}; use one of {', '.join(_TRUTH)}")
+    if (min_score is not None or max_score is not None) and (run_id is None or metric is None):
+        raise UsageError("a score range needs a run and a metric")
+    return SessionFilter(
+        status=list(status or []),
+        tags=list(tags or []),
+        assistant=None if assistant in (None, "", "any") else assistant,
+        search=(search or "").strip() or None,
+        has_truth=_TRUTH[truth],
+        run_id=run_id,
+        metric=metric,
+        min_score=min_score,
+        max_score=max_score,
+    )
 
 
 def sessions_table(

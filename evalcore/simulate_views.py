@@ -203,7 +203,6 @@ def solve_progress(job: Job) -> SolveProgress:
     result = job.result or {}
     summary = result.get("summary") if isinstance(result.get("summary"), str) else None
     errors = [str(e) for e in result.get("errors") or []]
-    cancelled = job.status == "failed" and (job.error or "").startswith("cancelled")
     if job.status == "running" and job.stalled:
         status = "stalled"
         message = (
@@ -214,7 +213,7 @@ def solve_progress(job: Job) -> SolveProgress:
         status, message = "running", f"Solving: {job.done:,} of {job.total:,} samples"
     elif job.status == "done":
         status, message = "done", f"Done: {job.total:,} samples"
-    elif cancelled:
+    elif job.status == "cancelled":
         status, message = "cancelled", f"Cancelled after {job.done:,} of {job.total:,} samples; run it again to go on"
     else:
         status, message = "failed", f"Failed: {job.error}"

@@ -140,11 +140,6 @@ def report_error(exc: Exception) -> None:
         )
 
 
-def plural(n: int, word: str) -> str:
-    """``1 chunk``, ``3 chunks``, ``1,200 chunks``."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 #: The Sessions page's filter widgets (their keys) and the value each has when it filters nothing.
 SESSION_FILTERS: dict[str, Any] = {
     "f_status": [],

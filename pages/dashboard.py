@@ -22,7 +22,6 @@ from evalcore.dashboard import (
     verdicts_version,
     worse_rows,
 )
-from evalcore.export_views import run_label
 from evalcore.review.tables import session_label
 from evalcore.review.text import literal_markdown
 from pages import _charts, _shared
@@ -76,12 +75,12 @@ def _compare(path: str, a: tuple[Any, ...], b: tuple[Any, ...], metric: str) -> 
 
 
 c = st.columns([3, 3, 3], vertical_alignment="bottom")
-run = c[0].selectbox("Run", runs, format_func=run_label, key="dash_run")
+run = c[0].selectbox("Run", runs, format_func=lambda r: r.label, key="dash_run")
 metric = c[1].selectbox("Metric", run.metrics, key="dash_metric")
 others = [r for r in runs if r.id != run.id and metric in r.metrics]
 against = c[2].selectbox(
     "Compare with an earlier run", [None, *others], key="dash_against",
-    format_func=lambda r: "no comparison" if r is None else run_label(r),
+    format_func=lambda r: "no comparison" if r is None else r.label,
     help="Both runs on the sessions they both scored, this metric.",
 )  # fmt: skip
 

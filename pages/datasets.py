@@ -7,7 +7,7 @@ from evalcore.background import start_import
 from evalcore.dataset_views import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.formats import formats
 from evalcore.overview import sample_files
-from evalcore.review.text import literal_markdown
+from evalcore.review.text import literal_markdown, plural
 from evalcore.samples import load_samples
 from evalcore.store.datasets import delete_dataset, rename_dataset
 from evalcore.store.jobs import Jobs
@@ -49,7 +49,7 @@ def show_outcome(outcome: ImportOutcome) -> None:
     show = st.error if job.status == "failed" else st.warning if outcome.problems else st.success
     show(literal_markdown(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
-        with st.expander(f"{_shared.plural(len(outcome.problems), 'problem')}, by line", expanded=True):
+        with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
             st.dataframe(pd.DataFrame(outcome.problems), hide_index=True)
 
 
@@ -121,7 +121,7 @@ with right:
     st.subheader("Sample data")
     n_samples = len(sample_files(_shared.sample_folder()))
     st.caption(
-        f"{_shared.plural(n_samples, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
+        f"{plural(n_samples, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
         "dataset, scored."
     )
     if st.button("Load the sample data", icon=":material/download:", key="load_samples"):

@@ -9,13 +9,12 @@ from evalcore.export_views import (
     ExportDownload,
     ScoresDownload,
     cli_command,
-    export_filter,
     export_preview,
-    run_label,
     writable_formats,
 )
-from evalcore.review.text import escape_inline
+from evalcore.review.text import escape_inline, plural
 from evalcore.schema import STATUSES
+from evalcore.sessions_table import page_filter
 from evalcore.store.queries import facets
 from evalcore.store.runs import Runs
 from pages import _shared
@@ -63,7 +62,7 @@ with st.expander("Score filter", icon=":material/filter_alt:", expanded=bool(st.
     s = st.columns([3, 2, 1.2, 1.2], vertical_alignment="bottom")
     run = s[0].selectbox(
         "Run", [None, *finished], key="x_run", persist_state="session",
-        format_func=lambda r: "no score filter" if r is None else run_label(r),
+        format_func=lambda r: "no score filter" if r is None else r.label,
         help="Only the sessions this run scored on the metric, within the range.",
     )  # fmt: skip
     if run is not None:
@@ -89,7 +88,7 @@ layout = f[1].segmented_control(
 f[2].caption(names[to])
 
 try:
-    filters = export_filter(
+    filters = page_filter(
         status=status, tags=tags, assistant=assistant, search=search, truth=truth,
         run_id=run_id, metric=metric, min_score=min_score, max_score=max_score,
     )  # fmt: skip
@@ -104,7 +103,7 @@ if isinstance(kept, ExportDownload) and kept.key == download.key and kept.store 
     download = kept
 st.session_state["x_download"] = download
 
-matching = _shared.plural(preview.count, "session")
+matching = plural(preview.count, "session")
 with st.container(horizontal=True, vertical_alignment="center", key="x_downloads"):
     st.markdown(f"**{matching}** of {found.total:,} match.")
     st.download_button(
@@ -136,7 +135,7 @@ if not runs:
     st.caption("No run has scored this dataset yet.")
     st.stop()
 r = st.columns([4, 2, 3], vertical_alignment="bottom")
-chosen = r[0].selectbox("Run", runs, format_func=run_label, key="x_scores_run")
+chosen = r[0].selectbox("Run", runs, format_func=lambda r: r.label, key="x_scores_run")
 kind = r[1].segmented_control(
     "As", list(SCORE_KINDS), default="csv", required=True, key="x_scores_kind", format_func=lambda k: SCORE_KINDS[k][0],
 )  # fmt: skip

@@ -28,7 +28,7 @@ from evalcore.metric_views import (
     progress_view,
     resumable_runs,
 )
-from evalcore.review.text import literal_markdown
+from evalcore.review.text import literal_markdown, plural
 from evalcore.store.jobs import Jobs
 from pages import _shared
 
@@ -45,7 +45,7 @@ with st.spinner("Counting what the sessions have (done once per dataset, then ke
     profile = needs_profile(store, dataset)
 groups = metric_groups()
 st.caption(
-    f"Score **{literal_markdown(dataset)}** ({_shared.plural(profile.total, 'session')}). Deterministic metrics "
+    f"Score **{literal_markdown(dataset)}** ({plural(profile.total, 'session')}). Deterministic metrics "
     "need no model; LLM judges call the endpoint below. A run goes on in the background: leave the page and "
     "come back."
 )

@@ -21,7 +21,7 @@ from evalcore.review.fields import (
     turn_form_values,
 )
 from evalcore.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
-from evalcore.review.text import code_span, literal_markdown
+from evalcore.review.text import code_span, literal_markdown, plural
 from evalcore.review.transcript import transcript
 from evalcore.review.weights import explain_weights, format_number
 from evalcore.store.queries import browse, facets, neighbours
@@ -380,8 +380,8 @@ with tabs[5]:
             source = "reference answer" if session.reference is not None else "last turn's reference answer"
             st.caption(
                 f"The assistant's final answer against the {source}: "
-                f"{_shared.plural(diff.words_removed, 'word')} only in the answer (struck), "
-                f"{_shared.plural(diff.words_added, 'word')} only in the reference, similarity {diff.similarity:.0%}."
+                f"{plural(diff.words_removed, 'word')} only in the answer (struck), "
+                f"{plural(diff.words_added, 'word')} only in the reference, similarity {diff.similarity:.0%}."
             )
             with st.container(border=True):
                 st.markdown(diff_markdown(diff))
@@ -464,7 +464,7 @@ with talk_column:
         if pages > 1:
             st.pagination(pages, key=page_key, on_change=turn_page, args=(0,), max_visible_pages=5)
     if view.retrieved_context:
-        chunks = _shared.plural(len(view.retrieved_context), "chunk")
+        chunks = plural(len(view.retrieved_context), "chunk")
         with st.expander(f"Retrieved context · {chunks}", icon=":material/library_books:"):
             for chunk in view.retrieved_context:
                 st.markdown(f"{code_span(chunk.doc_uri or 'no uri')}  \n" + literal_markdown(chunk.content or ""))

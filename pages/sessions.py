@@ -6,9 +6,9 @@ import streamlit as st
 from evalcore.errors import EvalcoreError
 from evalcore.review.tables import session_label
 from evalcore.schema import STATUSES
-from evalcore.sessions_table import sessions_table
+from evalcore.sessions_table import page_filter, sessions_table
 from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
-from evalcore.store.queries import SORTS, SessionFilter, facets
+from evalcore.store.queries import SORTS, facets
 from evalcore.store.runs import Runs
 from pages import _shared
 
@@ -63,7 +63,7 @@ with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_
     s = st.columns([3, 3, 1.5, 1.5, 2, 1], vertical_alignment="bottom")
     run = s[0].selectbox(
         "Run", [None, *runs], key="f_run", persist_state="session", on_change=reset_page,
-        format_func=lambda r: "no score filter" if r is None else f"#{r.id} · {r.started_at[:16].replace('T', ' ')}",
+        format_func=lambda r: "no score filter" if r is None else r.label,
     )  # fmt: skip
     if run is not None:
         run_id = run.id
@@ -80,9 +80,8 @@ with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_
     sort = s[4].selectbox("Sort by", sorts, key="f_sort", persist_state="session", on_change=reset_page)
     descending = s[5].toggle("Desc", key="f_desc", persist_state="session", on_change=reset_page)
 
-filters = SessionFilter(
-    status=list(status), tags=list(tags), assistant=None if assistant == "any" else assistant,
-    search=search.strip() or None, has_truth={"any": None, "present": True, "missing": False}[truth],
+filters = page_filter(
+    status=list(status), tags=list(tags), assistant=assistant, search=search, truth=truth,
     run_id=run_id, metric=metric, min_score=min_score, max_score=max_score,
 )  # fmt: skip
 state.update(filters=filters, sort=sort, descending=descending)

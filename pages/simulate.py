@@ -5,7 +5,7 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import EvalcoreError
-from evalcore.review.text import code_span, literal_markdown
+from evalcore.review.text import code_span, literal_markdown, plural
 from evalcore.simulate_views import (
     SamplesView,
     TaskView,
@@ -48,7 +48,7 @@ def show_progress(job_id: int) -> bool:
     if view.summary:
         st.caption(literal_markdown(view.summary))
     if view.errors:
-        with st.expander(f"{_shared.plural(len(view.errors), 'sample')} failed (each kept with its error)"):
+        with st.expander(f"{plural(len(view.errors), 'sample')} failed (each kept with its error)"):
             st.markdown("\n".join(f"- {literal_markdown(e)}" for e in view.errors[:50]))
     return view.active
 
@@ -106,7 +106,7 @@ with left:
         )
     elif view is not None and view.task is not None:
         fmt = view.task.solver.message_format
-        st.caption(f"{_shared.plural(len(view.task.builders), 'step')}; conversations recorded as `{fmt}`")
+        st.caption(f"{plural(len(view.task.builders), 'step')}; conversations recorded as `{fmt}`")
         steps = [
             ("    " * depth + ("- " if depth else "1. ")) + literal_markdown(text) for depth, text in outline(view.task)
         ]
@@ -131,11 +131,11 @@ with right:
         if upload is not None:
             samples = read_samples_text(upload.getvalue().decode("utf-8-sig", errors="replace"), upload.name)
     if samples is not None:
-        st.caption(f"{_shared.plural(len(samples.rows), 'sample')}; the first ones:")
+        st.caption(f"{plural(len(samples.rows), 'sample')}; the first ones:")
         st.dataframe(samples.preview, hide_index=True)
         if samples.problems:
             st.warning(
-                f"{_shared.plural(len(samples.problems), 'line')} left out:\n"
+                f"{plural(len(samples.problems), 'line')} left out:\n"
                 + "\n".join(f"\n- {literal_markdown(p)}" for p in samples.problems[:20]),
                 icon=":material/warning:",
             )

@@ -199,7 +199,7 @@ def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> No
     run(at)
     assert "Stopping after the sessions in hand…" in texts(at, "caption") or not Jobs(store).get(job_id).active
     job = background.wait_for(store, job_id, timeout=60)
-    assert job.status == "failed" and (job.error or "").startswith("cancelled")
+    assert job.status == "cancelled" and (job.error or "").startswith("cancelled by")
     cancelled = Runs(store).recent("shop")[0]
     assert cancelled.status == "cancelled" and cancelled.n_done < 30
     run(at)

@@ -224,3 +224,40 @@ def test_load_samples_is_idempotent_and_scores_once(store: Store) -> None:
     unscored = load_samples(store, SAMPLE_DATA, score=False)
     assert not any(load.scored for load in unscored)
     assert load_samples(store, SAMPLE_DATA.parent / "no-such-folder") == []
+
+
+def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> None:
+    """A store whose jobs kept their run and cancel request as notes in ``meta`` (before 0007): the notes become
+    the jobs' ``run_id`` and ``cancel_by``, a job stopped on request is ``cancelled``, and the notes are gone."""
+    from sqlite_utils import Database
+
+    from evalcore.store.migrations import migrations
+
+    path = tmp_path / "v6.db"
+    db = Database(path)
+    migrations.apply(db, stop_before="0007_jobs_run_and_cancel")
+    stamp = "2026-01-01T00:00:00+00:00"
+    rows = [("score", "failed", "cancelled by ann"), ("score", "done", None), ("import", "failed", "disk full")]
+    for kind, status, error in rows:
+        db.conn.execute(
+            "INSERT INTO jobs (kind, dataset, label, status, error, started_at, updated_at) VALUES (?, 'd', 'x', ?, ?, "
+            "?, ?)",
+            [kind, status, error, stamp, stamp],
+        )
+    notes = [("job:1:run", "7"), ("job:1:cancel", "ann"), ("job:2:run", "8"), ("samples_loaded", "a,b")]
+    db.conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", notes)
+    db.conn.commit()
+    db.conn.close()
+    with Store(path) as store:
+        jobs = {job.id: job for job in Jobs(store).recent()}
+        assert (jobs[1].status, jobs[1].run_id, jobs[1].cancel_by, jobs[1].error) == (
+            "cancelled",
+            7,
+            "ann",
+            "cancelled by ann",
+        )
+        assert (jobs[2].status, jobs[2].run_id, jobs[2].cancel_by) == ("done", 8, None)
+        assert (jobs[3].status, jobs[3].run_id, jobs[3].error) == ("failed", None, "disk full")
+        assert store.db.execute("SELECT key FROM meta").fetchall() == [("samples_loaded",)]
+        indexes = {name for (name,) in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "idx_scores_warned" in indexes  # 0006

@@ -103,7 +103,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
         cancel(other, job_id, author="bob")
         assert cancel_requested(other, job_id)
     job = wait_for(store, job_id)
-    assert job.status == "failed" and job.error == "cancelled by bob"
+    assert (job.status, job.error, job.cancel_by) == ("cancelled", "cancelled by bob", "bob")
     assert job.result is not None and job.result["cancelled"] is True
     run_id = job_run(store, job_id)
     assert run_id is not None and job.result["run"] == run_id

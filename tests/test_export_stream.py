@@ -26,10 +26,10 @@ from evalcore.export_views import (
     ScoresDownload,
     cli_command,
     download_name,
-    export_filter,
     export_preview,
 )
 from evalcore.scoring import score_dataset, write_scores_jsonl
+from evalcore.sessions_table import page_filter
 from evalcore.store import Store, import_file
 from evalcore.store.exports import ExportStream, export_dataset, manifest_path, scores_csv, scores_jsonl
 from evalcore.store.queries import SessionFilter
@@ -108,7 +108,7 @@ def test_streamed_bytes_are_the_cli_file(
     _cli(db, out, "--dataset", dataset, "--to", to, *options)
     written = out.read_bytes()
     cli_manifest = json.loads(manifest_path(out).read_text())
-    filters = export_filter(**page)
+    filters = page_filter(**page)
     array = suffix == ".json"
 
     streamed = ExportStream(store, dataset, to, filters, array=array)
@@ -137,7 +137,7 @@ def test_large_exports_come_in_several_chunks(store: Store) -> None:
 
 def test_the_page_command_line_writes_the_same_file(db: Path, store: Store, tmp_path: Path) -> None:
     """The command the page shows, run as it is shown (in the output's folder), writes the download."""
-    filters = export_filter(status=["approved"], tags=["t7"], search="lorem*", run_id=None)
+    filters = page_filter(status=["approved"], tags=["t7"], search="lorem*", run_id=None)
     download = ExportDownload(store, "long", "ragas", filters)
     command = cli_command("long", "ragas", filters, download.file_name)
     assert command is not None
@@ -147,11 +147,11 @@ def test_the_page_command_line_writes_the_same_file(db: Path, store: Store, tmp_
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / download.file_name).read_bytes()
     assert written and written == download.data()
-    scored = export_filter(run_id=1, metric="turn_count", min_score=1.5, max_score=3.0)
+    scored = page_filter(run_id=1, metric="turn_count", min_score=1.5, max_score=3.0)
     assert "--run 1 --metric turn_count --min-score 1.5 --max-score 3.0" in str(
         cli_command("shop", "openai", scored, "x")
     )
-    assert cli_command("shop", "openai", export_filter(truth="present"), "x") is None  # no CLI option for it
+    assert cli_command("shop", "openai", page_filter(truth="present"), "x") is None  # no CLI option for it
 
 
 def test_the_manifest_describes_the_file_downloaded_last(store: Store, db: Path) -> None:
@@ -202,9 +202,9 @@ def test_unknown_and_bad_exports_are_refused_with_a_reason(store: Store) -> None
     with pytest.raises(NotFoundError, match="no run #99"):
         ExportDownload(store, "shop", "evalcore", SessionFilter(run_id=99, metric="m"))
     with pytest.raises(UsageError, match="needs a run and a metric"):
-        export_filter(min_score=1.0)
+        page_filter(min_score=1.0)
     with pytest.raises(UsageError, match="ground truth"):
-        export_filter(truth="maybe")
+        page_filter(truth="maybe")
     with pytest.raises(UsageError, match="limit"):
         ExportStream(store, "shop", "evalcore", limit=-1)
     stream = ExportStream(store, "shop", "evalcore")

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import string
 
-__all__ = ["WORD_JOINER", "code_span", "escape_inline", "literal_markdown"]
+__all__ = ["WORD_JOINER", "code_span", "escape_inline", "literal_markdown", "plural"]
 
 #: The invisible character put inside patterns Streamlit would rewrite after parsing.
 WORD_JOINER = "\u2060"
@@ -132,3 +132,8 @@ def code_span(text: str) -> str:
         # Text of spaces only is shown as it is (CommonMark strips nothing from it).
         return f"{fence}{text or ' '}{fence}"
     return f"{fence} {text} {fence}"
+
+
+def plural(n: int, word: str) -> str:
+    """``1 chunk``, ``3 chunks``, ``1,200 chunks``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")

@@ -22,7 +22,8 @@ __all__ = ["STALLED_AFTER", "Job", "Jobs"]
 STALLED_AFTER = timedelta(minutes=2)
 
 _COLUMNS = (
-    "id, kind, dataset, label, author, status, done, total, unit, result, error, started_at, updated_at, finished_at"
+    "id, kind, dataset, label, author, status, done, total, unit, result, error, started_at, updated_at, finished_at, "
+    "run_id, cancel_by"
 )
 
 
@@ -35,7 +36,7 @@ class Job:
     dataset: str
     label: str
     author: str | None
-    status: str  # "running", "done" or "failed"
+    status: str  # "running", "done", "failed" or "cancelled" (stopped on request: ``cancel_by`` asked)
     done: int
     total: int
     unit: str
@@ -44,6 +45,8 @@ class Job:
     started_at: str
     updated_at: str
     finished_at: str | None
+    run_id: int | None = None  # the run a scoring job works on, once it has one
+    cancel_by: str | None = None  # who asked the job to stop, if anyone has
 
     @property
     def fraction(self) -> float:
@@ -101,13 +104,36 @@ class Jobs:
 
     def fail(self, job_id: int, error: str, result: dict[str, Any] | None = None) -> None:
         """The job stopped on ``error`` (what it did until then in ``result``)."""
+        self._stop(job_id, "failed", error, result)
+
+    def cancelled(self, job_id: int, message: str, result: dict[str, Any] | None = None) -> None:
+        """The job stopped because it was asked to (``request_cancel``): ``message`` says so, ``result`` what it
+        did until then."""
+        self._stop(job_id, "cancelled", message, result)
+
+    def _stop(self, job_id: int, status: str, error: str, result: dict[str, Any] | None) -> None:
         stamp = now()
         with self.store.write() as conn:
             conn.execute(
-                "UPDATE jobs SET status = 'failed', error = ?, result = ?, updated_at = ?, finished_at = ? "
-                "WHERE id = ?",
-                [error, json.dumps(result) if result is not None else None, stamp, stamp, job_id],
+                "UPDATE jobs SET status = ?, error = ?, result = ?, updated_at = ?, finished_at = ? WHERE id = ?",
+                [status, error, json.dumps(result) if result is not None else None, stamp, stamp, job_id],
             )
+
+    def set_run(self, job_id: int, run_id: int) -> None:
+        """Record the run a scoring job works on."""
+        with self.store.write() as conn:
+            conn.execute("UPDATE jobs SET run_id = ? WHERE id = ?", [run_id, job_id])
+
+    def request_cancel(self, job_id: int, author: str) -> None:
+        """Ask the job to stop (its worker looks: ``cancel_requested``)."""
+        with self.store.write() as conn:
+            if conn.execute("UPDATE jobs SET cancel_by = ? WHERE id = ?", [author, job_id]).rowcount == 0:
+                raise NotFoundError(f"no job #{job_id}")
+
+    def cancel_requested(self, job_id: int) -> str | None:
+        """Who asked job ``job_id`` to stop, if anyone has (one small query: a worker asks often)."""
+        row = self.store.db.execute("SELECT cancel_by FROM jobs WHERE id = ?", [job_id]).fetchone()
+        return None if row is None else row[0]
 
     def get(self, job_id: int) -> Job:
         """The job ``job_id``."""
@@ -138,8 +164,9 @@ class Jobs:
 
 
 def _job(row: tuple[Any, ...]) -> Job:
-    (job_id, kind, dataset, label, author, status, done, total, unit, result, error, started, updated, finished) = row
+    (job_id, kind, dataset, label, author, status, done, total, unit, result, error, started, updated, finished,
+     run_id, cancel_by) = row  # fmt: skip
     return Job(
         job_id, kind, dataset, label, author, status, done, total, unit, json.loads(result) if result else None,
-        error, started, updated, finished,
+        error, started, updated, finished, run_id, cancel_by,
     )  # fmt: skip

@@ -9,7 +9,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 migrations = Migrations("evalcore")
 
@@ -288,3 +288,23 @@ def scores_warned(db: Database) -> None:
     reading the table (its values come from ``idx_scores_run`` alone). Few scores have warnings, so the index
     is small and costs a score written without one nothing but the check."""
     db.execute("CREATE INDEX idx_scores_warned ON scores (run_id, metric) WHERE warnings IS NOT NULL AND turn = -1")
+
+
+@migrations(name="0007_jobs_run_and_cancel")
+def jobs_run_and_cancel(db: Database) -> None:
+    """A job's run and who asked it to stop are columns of its own row (they were notes in ``meta``, never cleaned
+    up), and a job stopped on request is ``cancelled``, not ``failed`` with a telling error."""
+    db.execute("ALTER TABLE jobs ADD COLUMN run_id INTEGER")
+    db.execute("ALTER TABLE jobs ADD COLUMN cancel_by TEXT")
+    notes = db.execute("SELECT key, value FROM meta WHERE key LIKE 'job:%'").fetchall()
+    for key, value in notes:
+        parts = key.split(":")
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        job_id, what = int(parts[1]), parts[2]
+        if what == "run" and value.isdigit():
+            db.execute("UPDATE jobs SET run_id = ? WHERE id = ?", [int(value), job_id])
+        elif what == "cancel":
+            db.execute("UPDATE jobs SET cancel_by = ? WHERE id = ?", [value, job_id])
+    db.execute("UPDATE jobs SET status = 'cancelled' WHERE status = 'failed' AND cancel_by IS NOT NULL")
+    db.execute("DELETE FROM meta WHERE key LIKE 'job:%'")

@@ -22,12 +22,12 @@ from evalcore.store.queries import SessionFilter
 from evalcore.store.records import now
 from evalcore.store.store import Store
 
-__all__ = ["Run", "RunProgress", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
+__all__ = ["RESUMABLE", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
 
 #: Where runs written before the filters had a column of their own kept them: a key of ``params``.
 _OLD_FILTERS_KEY = "__filters__"
 #: Statuses of a run that may be resumed (a "done" run is complete).
-_RESUMABLE = ("running", "cancelled", "failed")
+RESUMABLE = ("running", "cancelled", "failed")
 _FILTER_FIELDS = {f.name for f in fields(SessionFilter)}
 _SHORT = 9  # the length of a score row without sub-scores, warnings or judge usage
 
@@ -80,6 +80,11 @@ class Run(_Counts):
     error: str | None = None  # why a failed run failed
 
     @property
+    def label(self) -> str:
+        """The run as a choice in a list: ``#3 · 2026-11-23 12:04 · turn_count, tool_call_count · done``."""
+        return f"#{self.id} · {self.started_at[:16].replace('T', ' ')} · {', '.join(self.metrics)} · {self.status}"
+
+    @property
     def specs(self) -> list[MetricSpec]:
         """The run's metrics with their parameters, in the order of ``metrics``."""
         specs = []
@@ -99,7 +104,7 @@ class Run(_Counts):
     @property
     def resumable(self) -> bool:
         """Whether scoring again with the same metrics, filters and judge goes on with this run."""
-        return self.status in _RESUMABLE
+        return self.status in RESUMABLE
 
 
 @dataclass(frozen=True)
@@ -220,14 +225,18 @@ class Runs:
             raise NotFoundError(f"no run #{run_id}")
         return RunProgress(row[0], run_status(row[1]), *row[2:])
 
-    def recent(self, dataset: str | None = None) -> list[Run]:
-        """Every run (of ``dataset``), newest first."""
+    def recent(self, dataset: str | None = None, *, limit: int | None = None) -> list[Run]:
+        """Every run (of ``dataset``), newest first (the ``limit`` newest, when given)."""
         sql = self._SELECT
         args: list[Any] = []
         if dataset is not None:
             sql += " WHERE d.name = ?"
             args.append(dataset)
-        return [_run(row) for row in self.db.execute(sql + " ORDER BY r.id DESC", args).fetchall()]
+        sql += " ORDER BY r.id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit)
+        return [_run(row) for row in self.db.execute(sql, args).fetchall()]
 
     def resumable(
         self,
