@@ -104,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
+    _workers_option(imp, "processes reading a file over 4 MB while this one writes")
     imp.add_argument("--db", default=None, type=_text, help=db_help)
 
     exp = sub.add_parser("export", help="export a dataset, filtered, with its curated ground truth")
@@ -374,6 +375,7 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
                 fmt=args.source_format,
                 on_progress=lambda done, total: bar.update(done, total),
                 on_problem=lambda p: bar.note(str(p)),
+                workers=args.workers,
             )
         finally:
             bar.close()

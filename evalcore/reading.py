@@ -15,18 +15,20 @@ is a problem on its line: one bad record never costs the others, in either proce
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
 import pickle
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalcore.formats import read
 from evalcore.formats.files import ReadResult
+from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
 from evalcore.schema import Session
 
@@ -35,10 +37,12 @@ __all__ = [
     "CountsEvent",
     "Event",
     "FailedEvent",
+    "Prepared",
     "ProblemEvent",
     "ROW_COLUMNS",
     "Row",
     "events",
+    "prepare",
     "row_for",
     "run_reader",
     "search_text",
@@ -178,92 +182,107 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
     )  # fmt: skip
 
 
-def events(path: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
-    """Read ``path`` into events (see ``Event``): problems, batches of rows, and the counts."""
-    with open(path, "rb") as raw:
-        yield from stream_events(raw, Path(path).name, fmt, dataset_id, batch_size)
+def events(path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int = 1) -> Iterator[Event]:
+    """Read ``path`` into events (see ``Event``): problems, batches of rows, and the counts. With ``workers`` > 1,
+    a big JSON Lines file's records are read and made rows by that many forked processes
+    (``evalcore.formats.parallel``); the events are the same."""
+    source = Path(path).name
+    try:
+        mapped = map_read(path, fmt, functools.partial(prepare, dataset_id, source), workers=workers, source=source)
+    except OSError as exc:
+        yield FailedEvent(f"{type(exc).__name__}: {exc}", 0)
+        return
+    yield from _events(mapped, lambda: mapped.bytes_read, batch_size)
 
 
 def stream_events(raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
-    """``events`` of a binary stream (an upload, say) whose file name is ``source``.
+    """``events`` of a binary stream (an upload, say) whose file name is ``source``."""
+    counter = _Counting(raw)
+    stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
+    prepared = (prepare(dataset_id, source, result) for result in read(stream, fmt, source=source))
+    yield from _events(prepared, lambda: counter.count, batch_size)
 
-    A record that cannot be made a row is a problem on its line, like any other: it never costs
-    the records around it. Should reading itself fail (an I/O error, a bug), the rows read so far
-    are handed over first, then ``FailedEvent`` names the last line read.
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A record made ready for the store (``prepare``): its problems as events, how many are warnings, whether it
+    failed (an error: not stored), its row (None when it failed or gave no session), the format it was read as."""
+
+    line: int
+    problems: list[ProblemEvent]
+    warnings: int
+    failed: bool
+    row: Row | None
+    format: str | None
+
+
+def prepare(dataset_id: int, source: str, result: ReadResult) -> Prepared:
+    """``result`` made ready for the store: what one record gives, on its own (a worker process may make it).
+
+    A record that cannot be made a row is a problem on its line, like any other: it never costs the others.
     """
+    problems = [
+        ProblemEvent(result.line, p.level, f"{p.field}: {p.message}" if p.field else p.message) for p in result.problems
+    ]
+    warnings = sum(p.level != "error" for p in result.problems)
+    session = result.session
+    if len(problems) > warnings or session is None:
+        return Prepared(result.line, problems, warnings, len(problems) > warnings, None, None)
+    read_as = session.provenance.format if session.provenance is not None else None
+    try:
+        row = row_for(dataset_id, source, session)
+    except Exception as exc:  # what validation let through and the row cannot hold: this record only
+        problems.append(ProblemEvent(result.line, "error", f"cannot store this record ({type(exc).__name__}: {exc})"))
+        return Prepared(result.line, problems, warnings, True, None, read_as)
+    return Prepared(result.line, problems, warnings, False, row, read_as)
+
+
+def _events(prepared: Iterator[Prepared], bytes_read: Callable[[], int], batch_size: int) -> Iterator[Event]:
+    """The events of the records ``prepared`` gives, in order: a session whose identity an earlier record has is
+    skipped with an error on its line. Should reading itself fail (an I/O error, a bug), the rows read so far are
+    handed over first, then ``FailedEvent`` names the last line read."""
     seen: dict[str, int] = {}
     # Rows, not sessions, wait for their batch: plain values keep the garbage collector idle.
     batch: list[Row] = []
-    counts = _Counts()
-    counter = _Counting(raw)
-    stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
-    line = 0
+    failed = warnings = line = 0
+    read_as: str | None = None
     try:
-        for result in read(stream, fmt, source=source):
-            line = max(line, result.line)
-            ok = yield from _accept(result, counts)
-            if not ok:
-                continue
-            assert result.session is not None
-            try:
-                row = row_for(dataset_id, source, result.session)
-            except Exception as exc:  # what validation let through and the row cannot hold: this record only
-                yield ProblemEvent(result.line, "error", f"cannot store this record ({type(exc).__name__}: {exc})")
-                counts.failed += 1
+        for record in prepared:
+            line = max(line, record.line)
+            yield from record.problems
+            warnings += record.warnings
+            read_as = record.format or read_as
+            row = record.row
+            if record.failed or row is None:
+                failed += record.failed
                 continue
             if row.key in seen:
                 name = repeat_name(row.session_id, row.assistant_id, row.key)
                 message = f"session {name} appears again (first on line {seen[row.key]}); skipped"
-                yield ProblemEvent(result.line, "error", message)
-                counts.failed += 1
+                yield ProblemEvent(record.line, "error", message)
+                failed += 1
                 continue
-            seen[row.key] = result.line
+            seen[row.key] = record.line
             batch.append(row)
             if len(batch) >= batch_size:
-                yield BatchEvent(batch, counter.count)
+                yield BatchEvent(batch, bytes_read())
                 batch = []
     except Exception as exc:
         if batch:
-            yield BatchEvent(batch, counter.count)
+            yield BatchEvent(batch, bytes_read())
         yield FailedEvent(f"{type(exc).__name__}: {exc}", line)
         return
     if batch:
-        yield BatchEvent(batch, counter.count)
-    yield CountsEvent(counts.failed, counts.warnings, counts.format)
-
-
-@dataclass(slots=True)
-class _Counts:
-    failed: int = 0
-    warnings: int = 0
-    format: str | None = None
-
-
-def _accept(result: ReadResult, counts: _Counts) -> Generator[Event, None, bool]:
-    """Yield the problems of ``result``; return whether it gave a session to store."""
-    has_error = False
-    for p in result.problems:
-        yield ProblemEvent(result.line, p.level, f"{p.field}: {p.message}" if p.field else p.message)
-        if p.level == "error":
-            has_error = True
-        else:
-            counts.warnings += 1
-    if has_error:
-        counts.failed += 1
-        return False
-    if result.session is None:
-        return False
-    if result.session.provenance is not None:
-        counts.format = result.session.provenance.format
-    return True
+        yield BatchEvent(batch, bytes_read())
+    yield CountsEvent(failed, warnings, read_as)
 
 
 def run_reader(argv: list[str]) -> int:
     """The reader process: ``events`` of the file named in ``argv``, pickled to standard output."""
-    path, fmt, dataset_id, batch_size = json.loads(argv[0])
+    path, fmt, dataset_id, batch_size, workers = json.loads(argv[0])
     out = sys.stdout.buffer
     try:
-        for event in events(path, fmt, dataset_id, batch_size):
+        for event in events(path, fmt, dataset_id, batch_size, workers):
             pickle.dump(event, out, protocol=pickle.HIGHEST_PROTOCOL)
             out.flush()
     except BrokenPipeError:  # the importer is gone (stopped or killed): nothing left to do

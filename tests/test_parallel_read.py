@@ -180,3 +180,36 @@ def test_the_command_line_converts_with_workers(tmp_path: Path, ragas_reference:
         outputs[workers] = (target.read_bytes(), proc.stderr.replace(str(target), "OUT"))
     assert outputs["1"] == outputs["2"]
     assert " sessions written to " in outputs["2"][1] and "records with errors" in outputs["2"][1]
+
+
+def test_a_big_import_reads_on_worker_processes_and_stores_the_same(tmp_path: Path, ragas_reference: Path) -> None:
+    """``import_file`` with workers: a reader process, itself reading on forked workers (the file is over the
+    least size of the reader process' blocks), stores and reports exactly what one process does."""
+    import sqlite3
+
+    from evalcore.store import Store, import_file
+
+    source = tmp_path / "big.ragas.jsonl"
+    source.write_bytes(_hostile(_ragas_rows(ragas_reference, 3000)))
+    assert source.stat().st_size > 2 << 20
+    stored, reports = {}, {}
+    for workers in (1, 2):
+        db = tmp_path / f"w{workers}.db"
+        with Store(db) as store:
+            report = import_file(store, source, "d", workers=workers)
+        reports[workers] = (
+            report.format,
+            report.new,
+            report.failed,
+            report.warnings,
+            [str(p) for p in report.problems],
+        )
+        with sqlite3.connect(db) as conn:
+            stored[workers] = conn.execute(
+                "SELECT key, session_id, source, format, position, line, data, content_hash, search_text "
+                "FROM sessions ORDER BY id"
+            ).fetchall()
+    assert reports[2] == reports[1] and stored[2] == stored[1]
+    fmt, new, failed, warnings, problems = reports[2]
+    assert (fmt, new) == ("ragas", len(stored[2])) and new > 3000 and failed > 40 and warnings > 5
+    assert any("not valid UTF-8" in p for p in problems)

@@ -11,6 +11,7 @@ this process; so is the rest of a file from a block with a line that may start a
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 from collections import deque
@@ -21,11 +22,11 @@ from typing import IO, Any, Generic, TypeVar
 
 from evalcore.errors import FormatDetectionError
 from evalcore.formats.base import Format, get_format
-from evalcore.formats.files import ReadResult, detect_format, read_lines, read_on, read_path, reads_by_line
+from evalcore.formats.files import ReadResult, detect_format, read, read_lines, read_on, reads_by_line
 from evalcore.formats.jsonio import line_records
 from evalcore.workers import can_fork, fork_pool
 
-__all__ = ["BLOCK_CHARS", "PARALLEL_MIN_BYTES", "map_read"]
+__all__ = ["BLOCK_CHARS", "PARALLEL_MIN_BYTES", "MappedRead", "map_read"]
 
 T = TypeVar("T")
 
@@ -42,20 +43,53 @@ def map_read(
     *,
     workers: int = 1,
     validate: bool = True,
-) -> Iterator[T]:
+    source: str | None = None,
+) -> MappedRead[T]:
     """``work`` of each ``ReadResult`` of ``read_path(path, fmt)``, in the file's order; with ``workers`` > 1, a
     big JSON Lines file is read, and worked on, by that many forked processes (``work`` is inherited by them,
-    and what it returns goes back pickled: keep it small, a session's lines rather than the session)."""
+    and what it returns goes back pickled: keep it small, a session's lines rather than the session).
+
+    ``source`` is the name the sessions' provenance gives the file (its path unless told). The file is opened
+    here (a missing one raises at once); it is closed when the results are all taken, or dropped.
+    """
     chosen = get_format(fmt) if isinstance(fmt, str) else fmt
-    if workers > 1 and can_fork() and os.path.getsize(path) >= PARALLEL_MIN_BYTES:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as stream:
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115  (closed by the generator below, when it ends)
+    size = os.fstat(raw.fileno()).st_size
+    name = str(path) if source is None else source
+    results = _mapped(raw, chosen, name, validate, work, workers if size >= PARALLEL_MIN_BYTES else 1)
+    return MappedRead(results, raw, size)
+
+
+class MappedRead(Iterator[T]):
+    """What ``map_read`` gives: an iterator over the work's results that also tells how far into the file the
+    reading has come (``bytes_read``: bytes taken from the file, for a progress bar)."""
+
+    def __init__(self, results: Iterator[T], raw: io.FileIO, size: int) -> None:
+        self._results = results
+        self._raw = raw
+        self._size = size
+
+    def __next__(self) -> T:
+        return next(self._results)
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes of the file read so far (its size once it is closed)."""
+        return self._size if self._raw.closed else min(self._raw.tell(), self._size)
+
+
+def _mapped(
+    raw: io.FileIO, chosen: Format | None, source: str, validate: bool, work: Callable[[ReadResult], T], workers: int
+) -> Iterator[T]:
+    text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="surrogateescape", newline="")
+    with raw, text as stream:
+        if workers > 1 and can_fork():
             by_line = _line_format(stream, chosen)
+            stream.seek(0)
             if by_line is not None:
-                stream.seek(0)
-                yield from _map_blocks(stream, _Job(by_line, str(path), validate, work), workers)
+                yield from _map_blocks(stream, _Job(by_line, source, validate, work), workers)
                 return
-    with read_path(path, chosen, validate=validate) as results:
-        for result in results:
+        for result in read(stream, chosen, source=source, validate=validate):
             yield work(result)
 
 

@@ -38,6 +38,7 @@ from evalcore.reading import (
 from evalcore.schema import Session, validate_session
 from evalcore.store.records import now
 from evalcore.store.store import Store
+from evalcore.workers import default_workers
 
 __all__ = ["ImportReport", "import_file", "import_stream"]
 
@@ -78,15 +79,16 @@ def import_file(
 ) -> ImportReport:
     """Import ``path`` into ``dataset`` (created if needed); bad records are reported and skipped.
 
-    ``on_progress(bytes_read, total_bytes)`` is called after each batch. With ``workers=2``
-    (the default for files over a few megabytes on a machine with two cores or more) a
-    second process reads and parses the file while this one writes to the database.
+    ``on_progress(bytes_read, total_bytes)`` is called after each batch. With ``workers`` > 1 (by default, the
+    CPUs, at most 4, for files over a few megabytes on a machine with two cores or more) a second process reads
+    the file while this one writes to the database, and that process reads a JSON Lines file on ``workers``
+    forked processes of its own (``evalcore.formats.parallel``).
     """
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
     dataset_id = store.dataset(dataset, create=True).id
     if workers is None:
-        workers = 2 if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
-    args = (str(path), fmt, dataset_id, batch_size)
+        workers = default_workers() if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
+    args = (str(path), fmt, dataset_id, batch_size, workers)
     stream = _events_from_worker(*args) if workers > 1 else events(*args)
     return _store_events(store, dataset, dataset_id, stream, str(path), total, on_progress, on_problem)
 
@@ -184,12 +186,12 @@ def _store_events(
     return report
 
 
-def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
+def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int) -> Iterator[Event]:
     """``events``, computed by a second process (``python -m evalcore.reading``) while this
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
     reader's next write fails and it stops. The reader's standard error goes to a temporary
     file, never to the screen: should it die, its last words end the error raised here."""
-    command = [sys.executable, "-m", "evalcore.reading", json.dumps([path, fmt, dataset_id, batch_size])]
+    command = [sys.executable, "-m", "evalcore.reading", json.dumps([path, fmt, dataset_id, batch_size, workers])]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
         assert process.stdout is not None
