@@ -147,8 +147,8 @@ if against is not None:
         st.caption("Worse first. Click a row to review the session.")
         worse = pd.DataFrame(worse_rows(cmp))
         picked = st.dataframe(
-            worse, hide_index=True, on_select="rerun", selection_mode="single-row", key=f"dash_worse-{epoch}",
-            column_config={"change": st.column_config.NumberColumn(format="%+.3f")},
+            worse, hide_index=True, placeholder="—", on_select="rerun", selection_mode="single-row",
+            key=f"dash_worse-{epoch}", column_config={"change": st.column_config.NumberColumn(format="%+.3f")},
         )  # fmt: skip
         for row in picked.selection.rows if picked else []:
             st.session_state["dash_epoch"] = epoch + 1
@@ -186,8 +186,9 @@ for n, a in enumerate(agreements):
         st.caption(agreement_note(a))
         if a.disagreements:
             picked = st.dataframe(
-                pd.DataFrame(disagreement_rows(a)), hide_index=True, on_select="rerun", selection_mode="single-row",
-                key=f"dash_disagree-{n}-{epoch}", height=min(38 + 35 * len(a.disagreements), 38 + 35 * 8),
+                pd.DataFrame(disagreement_rows(a)), hide_index=True, placeholder="—", on_select="rerun",
+                selection_mode="single-row", key=f"dash_disagree-{n}-{epoch}",
+                height=min(38 + 35 * len(a.disagreements), 38 + 35 * 8),
             )  # fmt: skip
             for row in picked.selection.rows if picked else []:
                 st.session_state["dash_epoch"] = epoch + 1

@@ -24,6 +24,7 @@ if rows:
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
+        placeholder="—",
         height=min(38 + 35 * len(rows), 38 + 35 * 15),  # every dataset at once, up to 15
         column_config={
             "dataset": st.column_config.TextColumn(width="medium", pinned=True),
@@ -50,7 +51,7 @@ def show_outcome(outcome: ImportOutcome) -> None:
     show(literal_markdown(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
         with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
-            st.dataframe(pd.DataFrame(outcome.problems), hide_index=True)
+            st.dataframe(pd.DataFrame(outcome.problems), hide_index=True, placeholder="—")
 
 
 @st.fragment(run_every=0.5)

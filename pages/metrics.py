@@ -96,6 +96,7 @@ for tab, (group, infos) in zip(tabs, groups.items(), strict=True):
         st.dataframe(
             pd.DataFrame(picker_rows(profile, infos)),
             hide_index=True,
+            placeholder="—",
             height=38 + 35 * len(names),
             column_config={
                 "metric": st.column_config.TextColumn(width="medium", pinned=True),
@@ -194,6 +195,7 @@ with right:
         st.dataframe(
             pd.DataFrame(estimate_rows(estimates)),
             hide_index=True,
+            placeholder="—",
             column_config={
                 "calls": st.column_config.NumberColumn(format="localized"),
                 "tokens in": st.column_config.NumberColumn(format="localized"),
@@ -241,6 +243,7 @@ else:
     st.dataframe(
         pd.DataFrame(rows),
         hide_index=True,
+        placeholder="—",
         height=min(38 + 35 * len(rows), 38 + 35 * 12),
         column_config={
             "run": st.column_config.NumberColumn("#"),

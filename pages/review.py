@@ -313,6 +313,7 @@ with tabs[2]:
         st.dataframe(
             pd.DataFrame(weight_rows(view, typed_weights(), explained)),
             hide_index=True,
+            placeholder="—",
             column_config={
                 "turn": st.column_config.NumberColumn(width="small"),
                 "typed": st.column_config.TextColumn("weight typed", width="small"),
@@ -350,7 +351,7 @@ with tabs[3]:
             )  # fmt: skip
         if others:
             st.caption("Other reviewers")
-            st.dataframe(pd.DataFrame(verdict_rows(others)), hide_index=True)
+            st.dataframe(pd.DataFrame(verdict_rows(others)), hide_index=True, placeholder="—")
 
 with tabs[4]:
     if tabs[4].open:
@@ -361,6 +362,7 @@ with tabs[4]:
             st.dataframe(
                 pd.DataFrame(score_rows(scores)),
                 hide_index=True,
+                placeholder="—",
                 height=min(38 + 35 * len(scores), 38 + 35 * 20),
                 column_config={
                     "metric": st.column_config.TextColumn(width="medium"),
@@ -395,6 +397,7 @@ with tabs[6]:
             st.dataframe(
                 pd.DataFrame(history_rows(history)),
                 hide_index=True,
+                placeholder="—",
                 height=min(38 + 35 * len(history), 38 + 35 * 12),
                 column_config={
                     "at": st.column_config.TextColumn(width="small"),

@@ -60,7 +60,7 @@ search = c[4].text_input(
 
 run_id = metric = min_score = max_score = None
 with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_run"))):
-    s = st.columns([3, 3, 1.5, 1.5, 2, 1], vertical_alignment="bottom")
+    s = st.columns([4.2, 2.4, 1.1, 1.1, 1.6, 1.3], vertical_alignment="bottom")
     run = s[0].selectbox(
         "Run", [None, *runs], key="f_run", persist_state="session", on_change=reset_page,
         format_func=lambda r: "no score filter" if r is None else r.label,
@@ -116,6 +116,7 @@ config = {
 event = st.dataframe(
     pd.DataFrame(table.rows),
     hide_index=True,
+    placeholder="—",
     column_config=config,
     column_order=table.columns,
     on_select="rerun",
