@@ -311,3 +311,25 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     not_db.write_text("hello, this is not SQLite\n" * 100)
     with pytest.raises(StoreError, match="cannot open the database .*notes.txt"):
         Store(not_db)
+
+
+def test_metadata_of_reads_one_key_of_each_session_from_the_stored_json(store: Store, tmp_path: Path) -> None:
+    from evalcore.store.queries import metadata_of
+
+    def native(i: int, assistant: str, metadata: dict[str, object]) -> dict[str, object]:
+        messages = [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}]
+        return {"schema_version": 1, "session_id": f"s{i}", "assistant_id": assistant, "messages": messages,
+                "metadata": metadata}  # fmt: skip
+
+    records = [
+        native(1, "m1", {"solver": {"sample_key": "k1", "nested": [1, {"x": None}]}}),
+        native(2, "m1", {"solver": "text", "a.b": 3}),
+        native(3, "m1", {}),
+        native(4, "m2", {"solver": {"sample_key": "k4"}}),
+    ]
+    import_file(store, write_jsonl(tmp_path / "m.jsonl", records), "d", workers=1)
+    mine = list(metadata_of(store, "d", "solver", SessionFilter(assistant="m1")))
+    assert mine == [("s1", {"sample_key": "k1", "nested": [1, {"x": None}]}), ("s2", "text"), ("s3", None)]
+    assert [v for _, v in metadata_of(store, "d", "a.b")] == [None, 3, None, None]  # a key, not a path
+    with pytest.raises(NotFoundError):
+        list(metadata_of(store, "nope", "solver"))

@@ -23,7 +23,7 @@ from evalcore.schema import Provenance, Session
 from evalcore.solver.run import SampleResult, sample_key, solve
 from evalcore.solver.task import Task
 from evalcore.store import Store, store_sessions
-from evalcore.store.queries import SessionFilter, iter_pks
+from evalcore.store.queries import SessionFilter, metadata_of
 
 __all__ = ["SolveReport", "sample_session_id", "solve_into"]
 
@@ -207,11 +207,8 @@ def _solved(store: Store, dataset: str, model: str) -> dict[str, str]:
     was solved for (the task's hash, the model, the sample: a changed task, config or sample is solved again)."""
     if dataset not in store.dataset_names():
         return {}
-    pks = list(iter_pks(store, dataset, SessionFilter(assistant=model)))
     done = {}
-    for stored in store.get_many(pks):
-        solver = stored.session.metadata.get("solver")
-        sid = stored.session.session_id
+    for sid, solver in metadata_of(store, dataset, "solver", SessionFilter(assistant=model)):
         if isinstance(solver, dict) and not solver.get("error") and sid and isinstance(solver.get("sample_key"), str):
             done[sid] = solver["sample_key"]
     return done

@@ -24,6 +24,7 @@ __all__ = [
     "count",
     "facets",
     "iter_pks",
+    "metadata_of",
     "neighbours",
 ]
 
@@ -207,6 +208,21 @@ def iter_pks(store: Store, dataset: str, filters: SessionFilter | None = None, *
         for (pk,) in rows:
             yield pk
         last = rows[-1][0]
+
+
+def metadata_of(
+    store: Store, dataset: str, key: str, filters: SessionFilter | None = None
+) -> Iterator[tuple[str | None, Any]]:
+    """Each matching session's ``session_id`` with its ``metadata[key]`` (None when it has none), in import order:
+    read from the stored JSON by SQLite, without reading the sessions (what a format or the solver keeps there
+    is not edited by reviewers)."""
+    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
+    path = "$.metadata." + json.dumps(key)  # a quoted label: any key, no JSON path syntax in it
+    rows = store.db.execute(
+        f"SELECT s.session_id, json_extract(s.data, ?), json_type(s.data, ?) {body} ORDER BY s.id", [path, path, *args]
+    )
+    for session_id, value, kind in rows:
+        yield session_id, json.loads(value) if kind in ("object", "array") else value
 
 
 def count(store: Store, dataset: str, filters: SessionFilter | None = None) -> int:
