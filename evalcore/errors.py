@@ -9,11 +9,12 @@ Every message is written to be shown to a reviewer as it is::
     ├── ConversionError           reading or writing a record failed
     │   ├── FormatDetectionError  no format recognised the input
     │   └── RecordError           one bad record: ``.field`` names the field
-    └── StoreError                the store refused or failed an operation
-        ├── NotFoundError         no such dataset, session or edit
-        ├── ConflictError         a save based on a stale version: names who changed what
-        ├── SchemaVersionError    the database is newer than this evalcore
-        └── DatabaseFaultError    the database file failed: full disk, read-only, locked, damaged, I/O
+    ├── StoreError                the store refused or failed an operation
+    │   ├── NotFoundError         no such dataset, session or edit
+    │   ├── ConflictError         a save based on a stale version: names who changed what
+    │   ├── SchemaVersionError    the database is newer than this evalcore
+    │   └── DatabaseFaultError    the database file failed: full disk, read-only, locked, damaged, I/O
+    └── WorkerError               a worker process (``--workers``) stopped without finishing its work
 
 Batch operations never raise for one bad record: they report a ``Problem``
 (see :mod:`evalcore.schema.validation`) and carry on.
@@ -39,6 +40,7 @@ __all__ = [
     "StoreError",
     "UnknownNameError",
     "UsageError",
+    "WorkerError",
 ]
 
 
@@ -113,3 +115,8 @@ class DatabaseFaultError(StoreError):
     def __init__(self, message: str, code: str | None = None) -> None:
         self.code = code
         super().__init__(message)
+
+
+class WorkerError(EvalcoreError):
+    """A worker process of a command run on several (``--workers``) stopped without finishing its work: it was
+    killed, or ran out of memory. What was done before it is kept as each command keeps it."""

@@ -39,7 +39,7 @@ from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import now
 from evalcore.store.runs import Run, RunProgress, Runs, StoreJudgeCache, score_row
-from evalcore.workers import can_fork, fork_pool
+from evalcore.workers import can_fork, fork_pool, worker_failures
 
 __all__ = [
     "RunProgress",
@@ -246,17 +246,18 @@ def _score_in_processes(
     pool = fork_pool(workers, _start_worker, (store.path, store.busy_timeout, plan.keyed, plan.run.id, lock))
     pending: deque[concurrent.futures.Future[int]] = deque()
     try:
-        ahead = iter(batches)
-        for batch in itertools.islice(ahead, 2 * workers):
-            pending.append(pool.submit(_score_batch, batch))
-        prepare_summary()  # while the workers score, not after them
-        while pending:
-            sink.add_saved(pending.popleft().result())
-            if should_stop is not None and should_stop():
-                return True
-            for batch in itertools.islice(ahead, 1):
+        with worker_failures():  # a worker killed: WorkerError, the run failed with what was saved kept
+            ahead = iter(batches)
+            for batch in itertools.islice(ahead, 2 * workers):
                 pending.append(pool.submit(_score_batch, batch))
-        return False
+            prepare_summary()  # while the workers score, not after them
+            while pending:
+                sink.add_saved(pending.popleft().result())
+                if should_stop is not None and should_stop():
+                    return True
+                for batch in itertools.islice(ahead, 1):
+                    pending.append(pool.submit(_score_batch, batch))
+            return False
     finally:
         for future in pending:
             future.cancel()

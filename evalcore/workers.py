@@ -10,13 +10,16 @@ from __future__ import annotations
 import gc
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import WorkerError
 
 if TYPE_CHECKING:
     import concurrent.futures
 
-__all__ = ["can_fork", "default_workers", "fork_pool", "start_worker"]
+__all__ = ["can_fork", "default_workers", "fork_pool", "start_worker", "worker_failures"]
 
 
 def can_fork() -> bool:
@@ -61,3 +64,17 @@ def start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.disable()
+
+
+@contextmanager
+def worker_failures() -> Iterator[None]:
+    """Inside, a pool whose worker died (killed, out of memory) raises ``WorkerError``, which says so."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        yield
+    except BrokenProcessPool as exc:
+        raise WorkerError(
+            "a worker process stopped without finishing its work (killed, or out of memory?); "
+            "run again with --workers 1 to do the work in one process"
+        ) from exc

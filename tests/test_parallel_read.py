@@ -213,3 +213,20 @@ def test_a_big_import_reads_on_worker_processes_and_stores_the_same(tmp_path: Pa
     fmt, new, failed, warnings, problems = reports[2]
     assert (fmt, new) == ("ragas", len(stored[2])) and new > 3000 and failed > 40 and warnings > 5
     assert any("not valid UTF-8" in p for p in problems)
+
+
+def test_a_worker_that_dies_is_a_clear_error(tmp_path: Path, ragas_reference: Path) -> None:
+    from evalcore.errors import WorkerError
+
+    source = tmp_path / "big.ragas.jsonl"
+    source.write_text("\n".join(_ragas_rows(ragas_reference, 600)) + "\n", encoding="utf-8")
+    parent = os.getpid()
+
+    def dies_at_line_300(result: ReadResult) -> int:
+        if os.getpid() != parent and result.line == 300:
+            os._exit(3)  # as a worker killed, or out of memory
+        return result.line
+
+    with pytest.raises(WorkerError, match="run again with --workers 1"):
+        list(map_read(source, None, dies_at_line_300, workers=2))
+    assert list(map_read(source, None, dies_at_line_300, workers=1)) == list(range(1, 601))

@@ -7,20 +7,22 @@ Real stores on disk, real metrics, and for the judged path a real loopback OpenA
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from apptest_util import SAMPLE_DATA
 from openai_server import FakeOpenAI
 
-from evalcore.errors import UnknownNameError, UsageError
+from evalcore.errors import UnknownNameError, UsageError, WorkerError
 from evalcore.judge import JudgeConfig
-from evalcore.metrics import create_metric
+from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.runspec import RUN_STATUSES, MetricSpec
 from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset
 from evalcore.store import Store, import_file
@@ -325,3 +327,28 @@ def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_
     assert len(outputs[0][1].splitlines()) == sessions * 2
     with Store(db) as store:
         assert [r.status for r in Runs(store).recent("many")] == ["done", "done"]
+
+
+class _DiesInAWorker(Metric):
+    """A metric whose worker process dies (as one killed, or out of memory, does) on the sessions it scores."""
+
+    name: ClassVar[str] = "dies_in_a_worker"
+    description: ClassVar[str] = "exits the worker process"
+    parent: int = 0
+
+    def score_session(self, session: object) -> MetricResult:
+        if os.getpid() != self.parent:
+            os._exit(3)
+        return self.result(1.0)
+
+
+def test_a_worker_that_dies_fails_the_run_with_a_clear_error(tmp_path: Path, ragas_reference: Path) -> None:
+    sessions = PARALLEL_MIN + 100
+    src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
+    with Store(tmp_path / "dies.db") as store:
+        assert import_file(store, src, "many").new == sessions
+        with pytest.raises(WorkerError, match="a worker process stopped without finishing its work"):
+            score_dataset(store, "many", [_DiesInAWorker(parent=os.getpid())], workers=2, resume=False)
+        (run,) = Runs(store).recent("many")
+        assert run.status == "failed" and run.error is not None and run.error.startswith("WorkerError: a worker")
+        assert score_dataset(store, "many", [_DiesInAWorker(parent=os.getpid())], workers=1).run.status == "done"

@@ -24,7 +24,7 @@ from evalcore.errors import FormatDetectionError
 from evalcore.formats.base import Format, get_format
 from evalcore.formats.files import ReadResult, detect_format, read, read_lines, read_on, reads_by_line
 from evalcore.formats.jsonio import line_records
-from evalcore.workers import can_fork, fork_pool
+from evalcore.workers import can_fork, fork_pool, worker_failures
 
 __all__ = ["BLOCK_CHARS", "PARALLEL_MIN_BYTES", "MappedRead", "map_read"]
 
@@ -140,32 +140,34 @@ def _blocks(stream: IO[str]) -> Iterator[_Block]:
 
 def _map_blocks(stream: IO[str], job: _Job[T], workers: int) -> Iterator[T]:
     """The blocks of ``stream`` worked on by ``workers`` processes, at most two blocks each in flight (memory
-    stays flat); from a block that cannot be read on its own, the rest of the file read here."""
+    stays flat); from a block that cannot be read on its own, the rest of the file read here. A worker that
+    dies (killed, out of memory) raises ``WorkerError``."""
     blocks = _blocks(stream)
     pool = fork_pool(workers, _set_job, (job,))
     pending: deque[tuple[_Block, Future[list[T] | None]]] = deque()
     try:
-        for block in itertools.islice(blocks, 2 * workers):
-            pending.append((block, pool.submit(_work, block)))
-        while pending:
-            block, future = pending.popleft()
-            done = future.result()
-            if done is None:
-                rest = [block] + [later for later, _ in pending]
-                for _, later_future in pending:
-                    later_future.cancel()
-                pending.clear()
-                head = "".join(text for b in rest for text in b.lines)
-                results = read_on(
-                    stream, head, job.format, first_line=block.first_line, first_position=block.first_position,
-                    source=job.source, validate=job.validate,
-                )  # fmt: skip
-                for result in results:
-                    yield job.work(result)
-                return
-            yield from done
-            for block in itertools.islice(blocks, 1):
+        with worker_failures():
+            for block in itertools.islice(blocks, 2 * workers):
                 pending.append((block, pool.submit(_work, block)))
+            while pending:
+                block, future = pending.popleft()
+                done = future.result()
+                if done is None:
+                    rest = [block] + [later for later, _ in pending]
+                    for _, later_future in pending:
+                        later_future.cancel()
+                    pending.clear()
+                    head = "".join(text for b in rest for text in b.lines)
+                    results = read_on(
+                        stream, head, job.format, first_line=block.first_line, first_position=block.first_position,
+                        source=job.source, validate=job.validate,
+                    )  # fmt: skip
+                    for result in results:
+                        yield job.work(result)
+                    return
+                yield from done
+                for block in itertools.islice(blocks, 1):
+                    pending.append((block, pool.submit(_work, block)))
     finally:
         for _, future in pending:
             future.cancel()
