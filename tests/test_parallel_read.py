@@ -104,7 +104,7 @@ def test_the_work_runs_in_worker_processes_in_the_file_order(tmp_path: Path, rag
     done = list(map_read(source, None, where, workers=2))
     assert [(line, position) for line, position, _ in done] == [(i + 1, i) for i in range(600)]
     pids = {pid for _, _, pid in done}
-    assert len(pids) == 2 and os.getpid() not in pids  # two workers; nothing read here
+    assert 1 <= len(pids) <= 2 and os.getpid() not in pids  # the workers (two, unless one took every block)
     alone = list(map_read(source, None, where, workers=1))
     assert {pid for _, _, pid in alone} == {os.getpid()}
 
