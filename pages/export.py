@@ -146,5 +146,6 @@ r[2].download_button(
 )  # fmt: skip
 st.caption(
     "One row per session and metric: session_id, position, metric, value, reason, error; parts and "
-    "not_applicable where they apply (CSV has every column on every row)."
+    "not_applicable where they apply (CSV has every column on every row, and a text that a spreadsheet would "
+    "take for a formula starts with ' there; JSON Lines keeps every text as it is)."
 )

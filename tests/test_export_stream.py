@@ -258,3 +258,23 @@ def test_scores_csv_has_the_same_rows(store: Store) -> None:
         scores_csv(store, 99)
     with pytest.raises(UsageError, match="scores format"):
         ScoresDownload(store, run, "xlsx")
+
+
+def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) -> None:
+    from evalcore.metrics import MetricResult
+
+    hostile = ['=HYPERLINK("http://evil.example","click")', "+1+2", "-2+3", "@SUM(A1)", "\tlead", "plain = fine"]
+    with Store(tmp_path / "f.db") as store:
+        import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[: len(hostile)]), "shop", workers=1)
+        runs = Runs(store)
+        run = runs.create("shop", ["judge"], {})
+        pks = [pk for pk, _ in runs.sessions(list(range(1, len(hostile) + 1)))]
+        runs.write(
+            run.id,
+            [(pk, "judge", MetricResult("judge", None, 0.5, reason)) for pk, reason in zip(pks, hostile, strict=True)],
+        )
+        rows = list(csv.reader(io.StringIO(scores_csv(store, run.id).decode("utf-8"))))[1:]
+        assert [row[4] for row in rows] == ["'" + r for r in hostile[:5]] + ["plain = fine"]
+        assert all(row[3] == "0.5" for row in rows)  # numbers are numbers
+        lines = [json.loads(line) for line in scores_jsonl(store, run.id).decode().splitlines()]
+        assert [line["reason"] for line in lines] == hostile

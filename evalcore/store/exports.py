@@ -323,7 +323,10 @@ def scores_csv(store: Store, run_id: int) -> bytes:
     """Run ``run_id``'s scores as CSV (UTF-8, a header row, RFC 4180 quoting and line ends): the
     ``SCORE_COLUMNS``; ``parts`` as JSON, ``not_applicable`` as ``true`` or empty, a missing value empty.
 
-    Text is written as it is: a reason starting with ``=`` stays so (open it as data, not formulas).
+    A CSV is opened in a spreadsheet, which takes a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return for a formula: such a text cell (a judge's reason, say, which a session's text can steer)
+    starts with ``'`` here, so that it opens as the text it is (OWASP's advice on CSV injection). The JSON
+    Lines download keeps every text exactly.
     """
     text = io.StringIO()
     out = csv.writer(text)
@@ -331,7 +334,18 @@ def scores_csv(store: Store, run_id: int) -> bytes:
     for r in score_records(store, run_id):
         parts = r.get("parts")
         out.writerow([
-            r["session_id"], r["position"], r["metric"], r["value"], r["reason"], r["error"],
-            json.dumps(parts, ensure_ascii=False) if parts else None, "true" if r.get("not_applicable") else None,
+            _as_text(r["session_id"]), r["position"], _as_text(r["metric"]), r["value"], _as_text(r["reason"]),
+            _as_text(r["error"]), json.dumps(parts, ensure_ascii=False) if parts else None,
+            "true" if r.get("not_applicable") else None,
         ])  # fmt: skip
     return text.getvalue().encode("utf-8")
+
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _as_text(value: Any) -> Any:
+    """A text cell a spreadsheet opens as text, not as a formula (see ``scores_csv``)."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
