@@ -678,18 +678,18 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str,
     applicable, judge calls and cost (summed over the session scores), duration and status."""
     store.dataset_id(dataset)  # NotFoundError for no such dataset
     runs = Runs(store).recent(dataset, limit=limit)
-    spent: dict[int, tuple[int | None, float | None, str | None]] = {}
+    spent: dict[int, tuple[int | None, float | None]] = {}
     if runs:
         marks = ",".join("?" * len(runs))
-        for run_id, calls, cost, last in store.db.execute(
-            f"SELECT run_id, sum(calls), sum(cost), max(created_at) FROM scores WHERE run_id IN ({marks}) "
-            "AND turn = -1 GROUP BY run_id",
+        for run_id, calls, cost in store.db.execute(  # (only the judged scores: idx_scores_judged)
+            f"SELECT run_id, sum(calls), sum(cost) FROM scores WHERE run_id IN ({marks}) "
+            "AND turn = -1 AND (calls IS NOT NULL OR cost IS NOT NULL) GROUP BY run_id",
             [run.id for run in runs],
         ):
-            spent[run_id] = (calls, cost, last)
+            spent[run_id] = (calls, cost)
     result = []
     for run in runs:
-        calls, cost, last = spent.get(run.id, (None, None, None))
+        calls, cost = spent.get(run.id, (None, None))
         result.append({
             "run": run.id,
             "started": run.started_at[:19].replace("T", " "),
@@ -702,7 +702,7 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str,
             "not applicable": run.n_not_applicable,
             "judge calls": calls,
             "cost": cost,
-            "duration": _duration(run.started_at, run.finished_at or last),
+            "duration": _duration(run.started_at, run.finished_at or run.updated_at),
         })  # fmt: skip
     return result
 

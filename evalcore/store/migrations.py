@@ -9,7 +9,7 @@ from sqlite_utils import Database, Migrations
 __all__ = ["SCHEMA_VERSION", "migrations"]
 
 #: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 migrations = Migrations("evalcore")
 
@@ -308,3 +308,12 @@ def jobs_run_and_cancel(db: Database) -> None:
             db.execute("UPDATE jobs SET cancel_by = ? WHERE id = ?", [value, job_id])
     db.execute("UPDATE jobs SET status = 'cancelled' WHERE status = 'failed' AND cancel_by IS NOT NULL")
     db.execute("DELETE FROM meta WHERE key LIKE 'job:%'")
+
+
+@migrations(name="0008_scores_judged")
+def scores_judged(db: Database) -> None:
+    """The session-level scores that carry a judge's calls or cost, by run: the Metrics page sums a run's judge
+    spend from them without reading the run's other scores (a deterministic run has none)."""
+    db.execute(
+        "CREATE INDEX idx_scores_judged ON scores (run_id) WHERE turn = -1 AND (calls IS NOT NULL OR cost IS NOT NULL)"
+    )
