@@ -260,4 +260,4 @@ def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> 
         assert (jobs[3].status, jobs[3].run_id, jobs[3].error) == ("failed", None, "disk full")
         assert store.db.execute("SELECT key FROM meta").fetchall() == [("samples_loaded",)]
         indexes = {name for (name,) in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert {"idx_scores_warned", "idx_scores_judged"} <= indexes  # 0006, 0008
+        assert {"idx_scores_warned", "idx_scores_judged", "idx_sessions_format"} <= indexes  # 0006, 0008, 0009
