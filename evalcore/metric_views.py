@@ -12,6 +12,7 @@ once per dataset and kept: later looks read only the sessions edited, re-importe
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import threading
@@ -186,6 +187,8 @@ class _Known:
 
 
 _cache: dict[tuple[str, int], _Known] = {}  # (database, dataset id) -> what is known
+# (database, dataset id) -> ((sessions, highest session pk, latest edit), the profile they gave)
+_profiles: dict[tuple[str, int], tuple[tuple[int, int, int], NeedsProfile]] = {}
 _cache_lock = threading.Lock()
 _SIGNATURE = ",".join(name for name, _ in _CHECKS)  # the bits' meaning: a saved profile of other bits is not used
 
@@ -212,9 +215,18 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
     only those sessions themselves.
     """
     dataset_id = store.dataset_id(dataset)
-    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
     edit_id = int(store.db.execute("SELECT coalesce(max(id), 0) FROM edits").fetchone()[0])
+    # The dataset unchanged since the last look (no session added or edited; sessions are removed only with
+    # their dataset): that look's profile, with no session read (this runs on every rerun of the Metrics page).
+    n, top = store.db.execute(
+        "SELECT count(*), coalesce(max(id), 0) FROM sessions WHERE dataset_id = ?", [dataset_id]
+    ).fetchone()
     key = (store.path, dataset_id)
+    with _cache_lock:
+        seen = _profiles.get(key)
+    if seen is not None and seen[0] == (n, top, edit_id):
+        return dataclasses.replace(seen[1], read=0)
+    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
     with _cache_lock:
         known = _cache.get(key)
     known = known or _saved(store, dataset_id) or _Known(0, {})
@@ -240,7 +252,10 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
         counts[mask] += 1
         pks_by_mask.setdefault(mask, []).append(pk)
     version = (store.path, dataset_id, edit_id)
-    return NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
+    profile = NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
+    with _cache_lock:
+        _profiles[key] = ((n, top, edit_id), profile)
+    return profile
 
 
 @dataclass(frozen=True)
