@@ -180,15 +180,16 @@ def session_mask(session: Session) -> int:
 
 @dataclass
 class _Known:
-    """What earlier looks found in one dataset: each session's needs, as of edit ``edit_id``."""
+    """What earlier looks found in one dataset: each session's needs, as of edit ``edit_id``; and the profile the
+    last look gave, with the ``(sessions, highest session pk)`` it was of."""
 
     edit_id: int
     masks: dict[int, int]
+    shape: tuple[int, int] = (-1, -1)
+    profile: NeedsProfile | None = None
 
 
 _cache: dict[tuple[str, int], _Known] = {}  # (database, dataset id) -> what is known
-# (database, dataset id) -> ((sessions, highest session pk, latest edit), the profile they gave)
-_profiles: dict[tuple[str, int], tuple[tuple[int, int, int], NeedsProfile]] = {}
 _cache_lock = threading.Lock()
 _SIGNATURE = ",".join(name for name, _ in _CHECKS)  # the bits' meaning: a saved profile of other bits is not used
 
@@ -223,12 +224,10 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
     ).fetchone()
     key = (store.path, dataset_id)
     with _cache_lock:
-        seen = _profiles.get(key)
-    if seen is not None and seen[0] == (n, top, edit_id):
-        return dataclasses.replace(seen[1], read=0)
-    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
-    with _cache_lock:
         known = _cache.get(key)
+    if known is not None and known.profile is not None and (known.shape, known.edit_id) == ((n, top), edit_id):
+        return dataclasses.replace(known.profile, read=0)
+    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
     known = known or _saved(store, dataset_id) or _Known(0, {})
     masks = dict(known.masks)
     stale = {pk for pk in pks if pk not in masks}
@@ -241,8 +240,6 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
         for stored in store.get_many(todo[start : start + 1000]):
             masks[stored.pk] = session_mask(stored.session)
     fresh = _Known(edit_id, {pk: masks[pk] for pk in pks if pk in masks})
-    with _cache_lock:
-        _cache[key] = fresh
     if todo or len(fresh.masks) != len(known.masks) or known.edit_id != edit_id:
         entry = {"checks": _SIGNATURE, "edit_id": edit_id, "masks": list(fresh.masks.items())}
         store.set_meta(f"needs_profile:{dataset_id}", json.dumps(entry, separators=(",", ":")))
@@ -252,10 +249,10 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
         counts[mask] += 1
         pks_by_mask.setdefault(mask, []).append(pk)
     version = (store.path, dataset_id, edit_id)
-    profile = NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
+    fresh.shape, fresh.profile = (n, top), NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
     with _cache_lock:
-        _profiles[key] = ((n, top, edit_id), profile)
-    return profile
+        _cache[key] = fresh
+    return fresh.profile
 
 
 @dataclass(frozen=True)

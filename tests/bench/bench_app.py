@@ -91,6 +91,16 @@ def apptest(page: str, db: Path, **params: str) -> object:
     return at
 
 
+def first_and_rerun(at: Any, repeat: int) -> tuple[float, float, float]:
+    """A page's first run, then the median and best of ``repeat`` reruns, in milliseconds (it must not raise)."""
+    start = time.perf_counter()
+    at.run()
+    first = (time.perf_counter() - start) * 1000
+    assert not at.exception, at.exception
+    again, best = median_ms(at.run, repeat)
+    return first, again, best
+
+
 def interactive(context: Any, url: str) -> float:
     """Milliseconds from navigation to an interactive Review page: the verdict buttons shown and enabled,
     the script ended, nothing stale and no widget still waiting for its code."""
@@ -149,11 +159,7 @@ def main() -> int:
 
         # Sessions on the big dataset.
         at = apptest("sessions.py", db, dataset="big")
-        start = time.perf_counter()
-        at.run()  # type: ignore[attr-defined]
-        first = (time.perf_counter() - start) * 1000
-        assert not at.exception, at.exception  # type: ignore[attr-defined]
-        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
+        first, again, best = first_and_rerun(at, args.repeat)
         rows.append((f"Sessions, {args.sessions:,} sessions: first run", first, first, 500, 200))
         rows.append(("Sessions: rerun", again, best, 500, 200))
         big_version = store.get(big_pk).version
@@ -171,12 +177,8 @@ def main() -> int:
         score_dataset(store, "big", ["tool_call_count", "turn_count"], resume=False)
         score_dataset(store, "big", ["turn_count"], resume=False)
         at = apptest("dashboard.py", db, dataset="big")
-        start = time.perf_counter()
-        at.run()  # type: ignore[attr-defined]
-        first = (time.perf_counter() - start) * 1000
-        assert not at.exception, at.exception  # type: ignore[attr-defined]
+        first, again, best = first_and_rerun(at, args.repeat)
         rows.append((f"Dashboard, {args.sessions:,} sessions, 3 runs: first", first, first, 1000, 500))
-        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
         rows.append(("Dashboard: rerun", again, best, 1000, 500))
         at.selectbox(key="dash_against").select_index(1)  # type: ignore[attr-defined]
         compared, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
@@ -184,18 +186,10 @@ def main() -> int:
         rows.append(("Dashboard: two runs compared", compared, best, 1000, 500))
 
         # Metrics (its first run counts what each session has, once per dataset) and Datasets, on the same data.
-        at = apptest("metrics.py", db, dataset="big")
-        start = time.perf_counter()
-        at.run()  # type: ignore[attr-defined]
-        first = (time.perf_counter() - start) * 1000
-        assert not at.exception, at.exception  # type: ignore[attr-defined]
+        first, again, best = first_and_rerun(apptest("metrics.py", db, dataset="big"), args.repeat)
         rows.append((f"Metrics, {args.sessions:,} sessions, 3 runs: first (once)", first, first, 10_000, 5000))
-        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
         rows.append(("Metrics: rerun", again, best, 1000, 200))
-        at = apptest("datasets.py", db, dataset="big")
-        at.run()  # type: ignore[attr-defined]
-        assert not at.exception, at.exception  # type: ignore[attr-defined]
-        again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
+        _, again, best = first_and_rerun(apptest("datasets.py", db, dataset="big"), args.repeat)
         rows.append(("Datasets: rerun", again, best, 1000, 200))
         store.close()
 
