@@ -422,28 +422,7 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     return 0
 
 
-#: What sqlite-utils imports only to map their values to column types, which the store never writes.
-_NOT_FOR_THE_STORE = ("pandas", "numpy")
-
-
-def _import_store_lean() -> None:
-    """Import sqlite-utils without pandas and numpy, which it imports only to map ``pandas.Timestamp`` and numpy
-    values to column types (the store never writes one): a third of ``evalcore score``'s start-up (numpy, which
-    a summary needs, is imported while the scoring workers work). Later imports of either work as ever."""
-    if "sqlite_utils.db" in sys.modules or any(name in sys.modules for name in _NOT_FOR_THE_STORE):
-        return
-    for name in _NOT_FOR_THE_STORE:
-        sys.modules[name] = None  # type: ignore[assignment]  # makes `import NAME` fail, as if not installed
-    try:
-        import sqlite_utils.db  # noqa: F401
-    finally:
-        for name in _NOT_FOR_THE_STORE:
-            if name in sys.modules and sys.modules[name] is None:
-                del sys.modules[name]
-
-
 def _score(args: argparse.Namespace, err: TextIO) -> int:
-    _import_store_lean()
     from evalcore.judge import JudgeConfig
     from evalcore.scoring import score_dataset
     from evalcore.store import Store

@@ -231,11 +231,11 @@ def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> 
     the jobs' ``run_id`` and ``cancel_by``, a job stopped on request is ``cancelled``, and the notes are gone."""
     from sqlite_utils import Database
 
-    from evalcore.store.migrations import migrations
+    from evalcore.store.migrations import migration_set
 
     path = tmp_path / "v6.db"
     db = Database(path)
-    migrations.apply(db, stop_before="0007_jobs_run_and_cancel")
+    migration_set().apply(db, stop_before="0007_jobs_run_and_cancel")
     stamp = "2026-01-01T00:00:00+00:00"
     rows = [("score", "failed", "cancelled by ann"), ("score", "done", None), ("import", "failed", "disk full")]
     for kind, status, error in rows:

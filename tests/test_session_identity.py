@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from evalcore import validate_file
 from evalcore.store import Store, import_file
-from evalcore.store.migrations import migrations
+from evalcore.store.migrations import migration_set
 from evalcore.store.queries import browse
 
 TAU = Path(__file__).parent / "data" / "tau_bench" / "gpt-4o-airline-first40.json"
@@ -142,7 +142,7 @@ def test_migration_0005_gives_stored_keys_their_assistant(tmp_path: Path) -> Non
     conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0005_assistant_identity'")
     conn.commit()
     conn.close()
-    assert "0005_assistant_identity" not in {m.name for m in migrations.applied(Database(path))}
+    assert "0005_assistant_identity" not in {m.name for m in migration_set().applied(Database(path))}
     with Store(path) as store:
         keys = sorted(r[0] for r in sqlite3.connect(path).execute("SELECT key FROM sessions"))
         assert keys == ["id:s2", 'ida:["s1","bot-a"]']  # ("" names no assistant: Gaussia writes it for none)

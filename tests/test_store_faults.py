@@ -158,7 +158,7 @@ def test_a_full_disk_is_a_store_error_and_the_database_stays_intact(tmp_path: Pa
         assert caught.value.code == "SQLITE_FULL"
         message = str(caught.value)
         assert str(db) in message and "disk holding it is full" in message and "free some space" in message
-        assert not store.db.conn.in_transaction
+        assert not store.db.in_transaction
         stored = store.dataset("d").sessions  # what the batches committed before the disk filled
         assert 0 <= stored < 1_500
     assert _intact(db) == stored
@@ -184,7 +184,7 @@ def test_a_commit_refused_for_space_rolls_back_and_the_store_carries_on(tmp_path
         with pytest.raises(DatabaseFaultError, match="disk holding it is full") as caught:
             store.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t")
         assert caught.value.code == "SQLITE_FULL" and isinstance(caught.value, StoreError)
-        assert not store.db.conn.in_transaction  # rolled back, the write lock released
+        assert not store.db.in_transaction  # rolled back, the write lock released
         assert store.get(pk).version == 1 and store.history(pk) == []
         store.db.execute("PRAGMA max_page_count = 1073741823")
         assert store.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t") == 2
@@ -204,7 +204,7 @@ def test_a_read_only_database_file_reads_and_refuses_writes_clearly(tmp_path: Pa
             store.save(pk, {"reference": "x"}, base_version=1, author="t")
         assert caught.value.code is not None and caught.value.code.startswith("SQLITE_READONLY")
         assert "read-only" in str(caught.value) and "permissions" in str(caught.value)
-        assert not store.db.conn.in_transaction
+        assert not store.db.in_transaction
     source = write_jsonl(tmp_path / "more.jsonl", [_ragas(9)])
     proc = run("import", str(source), "--dataset", "e", "--db", str(db))
     assert proc.returncode == 3 and "read-only" in proc.stderr and "Traceback" not in proc.stderr
@@ -299,7 +299,7 @@ def test_an_sql_error_is_translated_at_the_write_boundary_and_by_the_command_lin
     with Store(db) as store:
         with pytest.raises(DatabaseFaultError, match="no such table: meta"):
             store.set_meta("k", "v")
-        assert not store.db.conn.in_transaction
+        assert not store.db.in_transaction
     proc = run(
         "export", "--dataset", "d", "--to", "ragas", "-o", str(tmp_path / "o"), "--search", "hi", "--db", str(db)
     )

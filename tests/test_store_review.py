@@ -25,7 +25,7 @@ from evalcore.store import SCHEMA_VERSION, Store, import_file, import_stream
 from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
 from evalcore.store.datasets import delete_dataset, overviews, rename_dataset
 from evalcore.store.jobs import Jobs
-from evalcore.store.migrations import migrations
+from evalcore.store.migrations import migration_set
 from evalcore.store.queries import SessionFilter, browse, count, facets, neighbours
 from evalcore.store.runs import Runs
 from evalcore.store.verdicts import LABEL, human_verdicts, rubric_verdict, set_verdict, verdicts
@@ -234,8 +234,8 @@ def _v1_database(path: Path, source: Path) -> dict[str, int]:
     """A database as evalcore wrote it before migration 0002: one dataset, sessions stored with the
     old ``turns`` key (hashed that way); returns the pks by session_id."""
     db = Database(path)
-    migrations.apply(db, stop_before="0002_review")
-    assert [m.name for m in migrations.applied(db)] == ["0001_initial"]
+    migration_set().apply(db, stop_before="0002_review")
+    assert [m.name for m in migration_set().applied(db)] == ["0001_initial"]
     db.execute("INSERT INTO datasets (name, description, created_at) VALUES ('old', NULL, '2025-01-01T00:00:00+00:00')")
     pks: dict[str, int] = {}
     for n, session in enumerate(sessions_of(source, "evalcore")):

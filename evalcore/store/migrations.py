@@ -1,20 +1,57 @@
-"""The store's schema, as sqlite-utils migrations: each applied once, in order, safe to run twice."""
+"""The store's schema, as sqlite-utils migrations: each applied once, in order, safe to run twice.
+
+sqlite-utils applies them and records each in its ``_sqlite_migrations`` table. It is imported only when a
+file has migrations to apply: opening an up-to-date store reads that table with one query (``applied``), so
+a command such as ``evalcore score`` does not pay sqlite-utils' import (a third of its start-up's imports).
+"""
 
 from __future__ import annotations
 
 import hashlib
+import sqlite3
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database, Migrations
+if TYPE_CHECKING:
+    from sqlite_utils import Database, Migrations
 
-__all__ = ["SCHEMA_VERSION", "migrations"]
+__all__ = ["MIGRATION_SET", "MIGRATIONS", "SCHEMA_VERSION", "applied", "migration_set"]
 
-#: The store's schema version: the number of migrations.
-SCHEMA_VERSION = 9
+#: The name of evalcore's set in sqlite-utils' ``_sqlite_migrations`` table.
+MIGRATION_SET = "evalcore"
+#: Every migration, in the order they apply: (name, function).
+MIGRATIONS: list[tuple[str, Callable[[Database], None]]] = []
 
-migrations = Migrations("evalcore")
+
+def _migration(name: str) -> Callable[[Callable[[Database], None]], Callable[[Database], None]]:
+    def register(fn: Callable[[Database], None]) -> Callable[[Database], None]:
+        MIGRATIONS.append((name, fn))
+        return fn
+
+    return register
 
 
-@migrations(name="0001_initial")
+@cache
+def migration_set() -> Migrations:
+    """The migrations as sqlite-utils' ``Migrations`` (importing sqlite-utils): what applies them."""
+    from sqlite_utils import Migrations
+
+    migrations = Migrations(MIGRATION_SET)
+    for name, fn in MIGRATIONS:
+        migrations(name=name)(fn)
+    return migrations
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """The names of the migrations applied to the file, in the order they were (as sqlite-utils' ``applied``)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlite_migrations'").fetchone():
+        return []
+    rows = conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = ? ORDER BY rowid", [MIGRATION_SET])
+    return [row[0] for row in rows.fetchall()]
+
+
+@_migration("0001_initial")
 def initial(db: Database) -> None:
     """Datasets, sessions, edit history, comments, runs, scores, the judge cache, full-text search."""
     db.execute(
@@ -173,7 +210,7 @@ def initial(db: Database) -> None:
     )
 
 
-@migrations(name="0002_review")
+@_migration("0002_review")
 def review(db: Database) -> None:
     """What the review app needs: ground truth present, last import, human verdicts, background jobs."""
     db.execute("ALTER TABLE sessions ADD COLUMN has_truth INTEGER NOT NULL DEFAULT 0")
@@ -248,7 +285,7 @@ def review(db: Database) -> None:
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
-@migrations(name="0003_run_progress")
+@_migration("0003_run_progress")
 def run_progress(db: Database) -> None:
     """Runs: their filters as a column of their own (they rode in ``params["__filters__"]``), when the
     scorer last wrote progress, and why a failed run failed."""
@@ -257,7 +294,7 @@ def run_progress(db: Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN error TEXT")
 
 
-@migrations(name="0004_scores_by_value")
+@_migration("0004_scores_by_value")
 def scores_by_value(db: Database) -> None:
     """The scores' index by run and metric now holds all the Dashboard and the score filter read: a
     metric's values by status (its distribution), a page of sessions in the order of a metric, every
@@ -267,7 +304,7 @@ def scores_by_value(db: Database) -> None:
     db.execute("CREATE INDEX idx_scores_run ON scores (run_id, metric, turn, status, value, session_pk)")
 
 
-@migrations(name="0005_assistant_identity")
+@_migration("0005_assistant_identity")
 def assistant_identity(db: Database) -> None:
     """A session is its ``session_id`` and ``assistant_id`` (``evalcore.identity``): the keys of sessions
     that name an assistant gain it, so that another assistant's session of the same id is a new one."""
@@ -282,7 +319,7 @@ def assistant_identity(db: Database) -> None:
     )
 
 
-@migrations(name="0006_scores_warned")
+@_migration("0006_scores_warned")
 def scores_warned(db: Database) -> None:
     """The session-level scores that carry warnings, by run and metric: a run's summary counts them without
     reading the table (its values come from ``idx_scores_run`` alone). Few scores have warnings, so the index
@@ -290,7 +327,7 @@ def scores_warned(db: Database) -> None:
     db.execute("CREATE INDEX idx_scores_warned ON scores (run_id, metric) WHERE warnings IS NOT NULL AND turn = -1")
 
 
-@migrations(name="0007_jobs_run_and_cancel")
+@_migration("0007_jobs_run_and_cancel")
 def jobs_run_and_cancel(db: Database) -> None:
     """A job's run and who asked it to stop are columns of its own row (they were notes in ``meta``, never cleaned
     up), and a job stopped on request is ``cancelled``, not ``failed`` with a telling error."""
@@ -310,7 +347,7 @@ def jobs_run_and_cancel(db: Database) -> None:
     db.execute("DELETE FROM meta WHERE key LIKE 'job:%'")
 
 
-@migrations(name="0008_scores_judged")
+@_migration("0008_scores_judged")
 def scores_judged(db: Database) -> None:
     """The session-level scores that carry a judge's calls or cost, by run: the Metrics page sums a run's judge
     spend from them without reading the run's other scores (a deterministic run has none)."""
@@ -319,8 +356,12 @@ def scores_judged(db: Database) -> None:
     )
 
 
-@migrations(name="0009_sessions_by_format")
+@_migration("0009_sessions_by_format")
 def sessions_by_format(db: Database) -> None:
     """Each dataset's sessions by the format they were read as: the Datasets page lists a dataset's formats from
     this index alone, not from every session's row (190 ms to 30 ms for its counts on 100,000 sessions)."""
     db.execute("CREATE INDEX idx_sessions_format ON sessions (dataset_id, format)")
+
+
+#: The store's schema version: the number of migrations.
+SCHEMA_VERSION = len(MIGRATIONS)

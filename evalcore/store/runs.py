@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlite_utils import Database
 
 from evalcore.errors import NotFoundError
 from evalcore.formats.jsonio import loads
 from evalcore.gcpause import paused_gc
-from evalcore.judge.client import CachedCall
 from evalcore.metrics.base import MetricResult
 from evalcore.model.redact import public_url
 from evalcore.runspec import MetricSpec, RunStatus, run_status
@@ -21,6 +20,9 @@ from evalcore.schema import Session
 from evalcore.store.queries import SessionFilter
 from evalcore.store.records import now
 from evalcore.store.store import Store
+
+if TYPE_CHECKING:
+    from evalcore.judge.client import CachedCall
 
 __all__ = ["RESUMABLE", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
 
@@ -166,7 +168,7 @@ class Runs:
         self.store = store
 
     @property
-    def db(self) -> Database:
+    def db(self) -> sqlite3.Connection:
         """The calling thread's connection."""
         return self.store.db
 
@@ -500,6 +502,8 @@ class StoreJudgeCache:
         ).fetchone()
         if row is None:
             return None
+        from evalcore.judge.client import CachedCall  # (the client is imported once a judge is called)
+
         return CachedCall(row[0], row[1], json.loads(row[2]), row[3], row[4] or 0, row[5] or 0)
 
     def put(self, call: CachedCall) -> None:

@@ -41,7 +41,6 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from pydantic import ValidationError
-from sqlite_utils import Database
 
 from evalcore.errors import (
     ConflictError,
@@ -54,7 +53,7 @@ from evalcore.formats.jsonio import loads
 from evalcore.gcpause import paused_gc
 from evalcore.reading import search_text
 from evalcore.schema import Provenance, Session, TurnTruth, validate_session
-from evalcore.store.migrations import migrations
+from evalcore.store.migrations import MIGRATIONS, applied, migration_set
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, StoredSession, now
 
 __all__ = ["Store", "default_db_path"]
@@ -186,11 +185,13 @@ class _Connection(sqlite3.Connection):
     def cursor(self, factory: Any = None) -> Any:
         return super().cursor(factory or _Cursor)
 
-    def execute(self, sql: str, parameters: Any = (), /) -> Any:
-        return self.cursor().execute(sql, parameters)
+    def execute(self, sql: str, parameters: Any = (), /) -> _Cursor:
+        cursor: _Cursor = self.cursor()
+        return cursor.execute(sql, parameters)
 
-    def executemany(self, sql: str, parameters: Any, /) -> Any:
-        return self.cursor().executemany(sql, parameters)
+    def executemany(self, sql: str, parameters: Any, /) -> _Cursor:
+        cursor: _Cursor = self.cursor()
+        return cursor.executemany(sql, parameters)
 
     def executescript(self, sql_script: str, /) -> Any:
         return self.cursor().executescript(sql_script)
@@ -218,7 +219,7 @@ class Store:
         # a connection shared between them lets one see another's uncommitted writes.
         self._local = threading.local()
         self._open_lock = threading.Lock()
-        self._connections: list[tuple[weakref.ref[threading.Thread], Database]] = []
+        self._connections: list[tuple[weakref.ref[threading.Thread], _Connection]] = []
         try:
             self._migrate()
         except DatabaseFaultError as exc:
@@ -235,22 +236,21 @@ class Store:
             raise
 
     @property
-    def db(self) -> Database:
+    def db(self) -> _Connection:
         """This thread's connection to the database (opened on first use in each thread)."""
-        db: Database | None = getattr(self._local, "db", None)
+        db: _Connection | None = getattr(self._local, "db", None)
         if db is None:
             db = self._connect()
             self._local.db = db
         return db
 
-    def _connect(self) -> Database:
+    def _connect(self) -> _Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False, factory=_Connection)
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout, check_same_thread=False, factory=_Connection)
         except sqlite3.DatabaseError as exc:
             raise _fault(exc, self.path, self.busy_timeout, opening=True) from exc
-        conn.path = self.path
-        conn.busy_timeout = self.busy_timeout
-        db = Database(conn)
+        db.path = self.path
+        db.busy_timeout = self.busy_timeout
         try:
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
             self._retry_locked(lambda: db.execute("PRAGMA journal_mode = WAL"))
@@ -260,8 +260,9 @@ class Store:
             # (a key lookup) and inserts into two indexes all over their range; with the default, most of
             # those pages are read again from the OS for every batch.
             db.execute("PRAGMA cache_size = -16384")
+            db.execute("PRAGMA recursive_triggers = ON")  # a REPLACE fires the delete triggers (full-text search)
         except (sqlite3.DatabaseError, DatabaseFaultError) as exc:
-            conn.close()
+            db.close()
             cause = exc.__cause__ if isinstance(exc, DatabaseFaultError) else exc
             if isinstance(cause, sqlite3.Error):
                 raise _fault(cause, self.path, self.busy_timeout, opening=True) from cause
@@ -272,7 +273,7 @@ class Store:
             for thread, other in self._connections:
                 owner = thread()
                 if owner is None or not owner.is_alive():
-                    other.conn.close()
+                    other.close()
                 else:
                     alive.append((thread, other))
             alive.append((weakref.ref(threading.current_thread()), db))
@@ -293,24 +294,29 @@ class Store:
                 time.sleep(0.05)
 
     def _migrate(self) -> None:
-        known = {m.name for m in migrations._migrations}
-        unknown = [m.name for m in migrations.applied(self.db) if m.name not in known]
+        known = [name for name, _ in MIGRATIONS]
+        done = applied(self.db)
+        unknown = [name for name in done if name not in known]
         if unknown:
             raise SchemaVersionError(
                 f"{self.path} was written by a newer evalcore (migrations {', '.join(unknown)}); upgrade evalcore"
             )
-        if not migrations.pending(self.db):
+        if set(known) <= set(done):
             return
         # One process migrates at a time: the others wait on the write lock, then find nothing pending.
+        from sqlite_utils import Database
+
         with self.write():
-            if migrations.pending(self.db):
-                migrations.apply(self.db)  # its own transactions become savepoints inside this one
+            migrations = migration_set()
+            db = Database(self.db)
+            if migrations.pending(db):
+                migrations.apply(db)  # its own transactions become savepoints inside this one
 
     def close(self) -> None:
         """Close every connection this store opened, in any thread."""
         with self._open_lock:
             for _thread, db in self._connections:
-                db.conn.close()
+                db.close()
             self._connections = []
         self._local = threading.local()
 
@@ -327,7 +333,7 @@ class Store:
         Anything that fails inside rolls the whole transaction back. A failure of SQLite itself is
         raised as ``DatabaseFaultError`` (see the module's docstring), whatever statement met it.
         """
-        conn = self.db.conn
+        conn = self.db
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -393,7 +399,7 @@ class Store:
 
     def get(self, pk: int) -> StoredSession:
         """The session stored under ``pk``, with reviewers' edits applied."""
-        return self._get(self.db.conn, pk)
+        return self._get(self.db, pk)
 
     def _get(self, conn: sqlite3.Connection, pk: int) -> StoredSession:
         if not -(2**63) <= pk < 2**63:  # beyond SQLite's integers: no such row
