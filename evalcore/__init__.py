@@ -3,8 +3,7 @@
 The library never imports streamlit; the app in ``app.py`` and ``pages/`` sits on top of it.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.errors import (
     ConversionError,
@@ -15,6 +14,7 @@ from evalcore.errors import (
     UnknownNameError,
     UsageError,
 )
+from evalcore.lazy import lazy_names
 
 if TYPE_CHECKING:
     from evalcore.convert import ConvertReport, FileProblem, convert_file, validate_file
@@ -53,14 +53,7 @@ _LAZY = {
     ),
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evalcore' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value  # the next lookup is a plain one
-    return value
+__getattr__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __version__ = "0.1.0"

@@ -1,7 +1,9 @@
 """One registry for everything looked up by name: formats, metrics (and the solver's message builders).
 
-A registry knows the modules of its built-in entries and imports them on first lookup, so that
-importing a package does not import every entry (``evalcore score`` never loads a file format).
+A registry knows the modules of its built-in entries and imports them when they are looked up, so that
+importing a package does not import every entry (``evalcore score`` never loads a file format): a
+lookup by name imports the modules in their order until one has registered the name, a listing all of
+them (order the cheap and common first: scoring with tool-call metrics never imports the judge's).
 A name is registered once: registering a second entry under a taken name is refused with a
 ``RegistryError`` (a plug-in must not silently replace a built-in, nor one built-in another).
 """
@@ -50,7 +52,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The entry registered as ``name``; an unknown name is an ``UnknownNameError`` listing the known."""
-        entries = self._all()
+        entries = self._until(name)
         try:
             return entries[name]
         except KeyError:
@@ -64,6 +66,17 @@ class Registry(Generic[T]):
         """Every entry, in the order of their names."""
         entries = self._all()
         return [entries[name] for name in sorted(entries)]
+
+    def _until(self, name: str) -> dict[str, T]:
+        if name not in self._entries and not self._loaded:
+            with self._lock:
+                for module in self.builtins:
+                    if name in self._entries:
+                        break
+                    import_module(module)  # (a module imported already is a dictionary lookup)
+                else:
+                    self._loaded = True
+        return self._entries
 
     def _all(self) -> dict[str, T]:
         if not self._loaded:

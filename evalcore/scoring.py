@@ -13,7 +13,6 @@ sessions; when it says stop, what was scored is saved and the run is marked "can
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import dataclasses
 import itertools
@@ -25,11 +24,11 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Coroutine, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evalcore.errors import UsageError
 from evalcore.gcpause import paused_gc
-from evalcore.judge import Judge, JudgeConfig
+from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.metrics.aggregate import prepare as prepare_summary
@@ -40,6 +39,9 @@ from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import now
 from evalcore.store.runs import Run, RunProgress, Runs, StoreJudgeCache, score_row
 from evalcore.workers import can_fork, fork_pool, worker_failures
+
+if TYPE_CHECKING:
+    from evalcore.judge import Judge
 
 __all__ = [
     "RunProgress",
@@ -299,6 +301,8 @@ async def _score_judged(
     store: Store, plan: _Plan, sink: _Sink, judge: Judge, width: int, should_stop: Callable[[], bool] | None
 ) -> bool:
     """Score every session left with the judge, at most ``width`` sessions in flight; True when stopped early."""
+    import asyncio
+
     runs = Runs(store)
     in_flight: set[asyncio.Task[tuple[int, list[tuple[str, MetricResult]]]]] = set()
 
@@ -368,7 +372,11 @@ def score_dataset(
     runs = Runs(store)
     if on_start is not None:
         on_start(plan.run)
-    client = Judge(use, StoreJudgeCache(store)) if use is not None else None
+    client: Judge | None = None
+    if use is not None:
+        from evalcore.judge import Judge  # (asyncio and the model client: only when a judge is called)
+
+        client = Judge(use, StoreJudgeCache(store))
     sink = _Sink(runs, plan, on_progress)
     try:
         if client is None:
@@ -431,6 +439,10 @@ def score_sessions(
         with paused_gc():
             return [{key: metric.evaluate(session) for key, metric in keyed} for session in sessions]
 
+    import asyncio
+
+    from evalcore.judge import Judge
+
     async def run() -> list[dict[str, list[MetricResult]]]:
         assert judge is not None
         async with Judge(judge) as client:
@@ -442,6 +454,8 @@ def score_sessions(
 
 def _run(work: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to its end, also from code that already runs an event loop (a notebook)."""
+    import asyncio
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

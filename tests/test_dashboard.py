@@ -74,6 +74,31 @@ def test_summarize_counts_equals_the_mean_and_is_close_to_the_plain_bootstrap() 
     assert nan.count == 1 and nan.failed == 2  # never averaged: counted as failed
 
 
+def test_the_interval_quantiles_are_numpys_to_the_last_bit() -> None:
+    """``aggregate.quantile`` is ``numpy.quantile``'s default (linear) method, the same floating-point steps: equal
+    numbers for sizes, levels and values of every kind (ties, one value, negative, tiny and huge), and the
+    summaries' intervals are the ones ``numpy.quantile`` gave them."""
+    import numpy as np
+
+    from evalcore.metrics.aggregate import quantile
+
+    rng = np.random.default_rng(7)
+    samples = [rng.random(n) for n in (1, 2, 3, 10, 999, 1000, 1001)]
+    samples += [np.round(rng.random(1000), 1), rng.normal(0, 1e-9, 50), rng.normal(0, 1e12, 50), np.zeros(7)]
+    qs = [0.0, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975, 0.995, 1.0, (1 - 0.9) / 2, 1 - (1 - 0.9) / 2]
+    for values in samples:
+        ordered = np.sort(values).tolist()
+        for q in qs:
+            assert quantile(ordered, q) == float(np.quantile(values, q)), (len(values), q)
+    counts = [(0.0, 30), (0.5, 50), (1.0, 20)]
+    n = 100
+    drawn = np.random.default_rng(0).multinomial(n, np.asarray([0.3, 0.5, 0.2]), size=1000)
+    means = drawn @ np.asarray([0.0, 0.5, 1.0]) / n
+    low, high = np.quantile(means, [0.025, 0.975])
+    summary = summarize_counts("m", counts)
+    assert (summary.ci_low, summary.ci_high) == (float(low), float(high))
+
+
 def test_distribution_histogram_and_summary(store: Store) -> None:
     run = _run(
         store,

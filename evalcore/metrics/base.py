@@ -321,7 +321,8 @@ def _sum_usage(results: list[MetricResult]) -> JudgeUsage | None:
 #: The built-in metrics' modules: imported, and so registered, on the registry's first lookup.
 BUILTIN_METRICS = tuple(
     f"evalcore.metrics.{name}"
-    for name in ("counts", "databricks_judges", "gaussia_judges", "judged", "strings", "tool_calls")
+    # deterministic first: a lookup imports these in order until the name is found
+    for name in ("tool_calls", "counts", "strings", "judged", "databricks_judges", "gaussia_judges")
 )
 _REGISTRY: Registry[type[Metric]] = Registry("metric", BUILTIN_METRICS)
 
