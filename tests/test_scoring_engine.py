@@ -20,7 +20,7 @@ import pytest
 from apptest_util import SAMPLE_DATA
 from openai_server import FakeOpenAI
 
-from evalcore.errors import UnknownNameError, UsageError, WorkerError
+from evalcore.errors import NotFoundError, UnknownNameError, UsageError, WorkerError
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.runspec import RUN_STATUSES, MetricSpec
@@ -273,7 +273,7 @@ def distinct_ragas_file(path: Path, reference: Path, sessions: int) -> Path:
 
 
 def test_worker_processes_score_exactly_as_one_process_does(tmp_path: Path, ragas_reference: Path) -> None:
-    sessions = PARALLEL_MIN + 300
+    sessions = 2 * PARALLEL_MIN  # six batches: more than the four in flight at a time
     src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
     specs = ["tool_call_accuracy", "tool_call_f1", "string_similarity:measure=jaro"]
     with Store(tmp_path / "many.db") as store:
@@ -303,6 +303,21 @@ def test_worker_processes_score_exactly_as_one_process_does(tmp_path: Path, raga
         resumed = score_dataset(store, "many", specs, workers=2)
         assert resumed.resumed and resumed.run.id == stopped.run.id and resumed.run.status == "done"
         assert rows(resumed.run.id) == rows(one.run.id) and resumed.summaries == one.summaries
+
+
+def test_worker_batches_cover_the_work_in_order_big_first() -> None:
+    """Guided batches: every session once, in order; from WORKER_BATCH_MAX down to BATCH sessions, so the
+    workers end together; no crumb of a batch at the end."""
+    from evalcore.scoring import BATCH, WORKER_BATCH_MAX, _worker_batches
+
+    for total, workers in [(2_000, 2), (2_100, 2), (20_000, 2), (100_000, 2), (20_000, 4), (501, 2), (300, 2)]:
+        batches = _worker_batches(list(range(total)), workers)
+        assert [pk for batch in batches for pk in batch] == list(range(total))
+        sizes = [len(batch) for batch in batches]
+        assert all(BATCH <= size <= WORKER_BATCH_MAX for size in sizes[:-1])
+        assert sizes[-1] < 2 * BATCH  # what is left at the end, never a crumb of its own
+        assert sizes[:-1] == sorted(sizes[:-1], reverse=True)
+    assert [len(b) for b in _worker_batches(list(range(20_000)), 2)][:3] == [5000, 3750, 2812]
 
 
 def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_reference: Path) -> None:
@@ -352,3 +367,33 @@ def test_a_worker_that_dies_fails_the_run_with_a_clear_error(tmp_path: Path, rag
         (run,) = Runs(store).recent("many")
         assert run.status == "failed" and run.error is not None and run.error.startswith("WorkerError: a worker")
         assert score_dataset(store, "many", [_DiesInAWorker(parent=os.getpid())], workers=1).run.status == "done"
+
+
+class _DeletesItsDataset(Metric):
+    """A metric that, in a worker process, deletes the dataset it scores (as a reviewer might meanwhile)."""
+
+    name: ClassVar[str] = "deletes_its_dataset"
+    description: ClassVar[str] = "deletes the dataset from another connection"
+    path: str = ""
+
+    def score_session(self, session: object) -> MetricResult:
+        from evalcore.store.datasets import delete_dataset
+
+        with Store(self.path) as other:
+            if "many" in other.dataset_names():
+                delete_dataset(other, "many", confirm="many")
+        return self.result(1.0)
+
+
+def test_workers_write_no_score_of_a_dataset_deleted_while_they_score(tmp_path: Path, ragas_reference: Path) -> None:
+    """The workers' connections leave foreign keys to each batch's own check: a dataset deleted meanwhile is a
+    clear error, and no score is left pointing at a deleted run or session."""
+    sessions = PARALLEL_MIN + 100
+    src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
+    db = tmp_path / "deleted.db"
+    with Store(db) as store:
+        assert import_file(store, src, "many").new == sessions
+        with pytest.raises(NotFoundError, match=r"run #1 or sessions it scored were deleted while it ran"):
+            score_dataset(store, "many", [_DeletesItsDataset(path=str(db))], workers=2)
+        assert store.db.execute("SELECT count(*) FROM scores").fetchone() == (0,)
+        assert store.db.execute("PRAGMA foreign_key_check").fetchall() == []

@@ -316,12 +316,20 @@ class Runs:
         stamp = now()
         self.write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
 
-    def write_rows(self, rows: Sequence[tuple[Any, ...]], counts: tuple[int, int, int] | None = None) -> None:
+    def write_rows(
+        self, rows: Sequence[tuple[Any, ...]], counts: tuple[int, int, int] | None = None, *, check: bool = False
+    ) -> None:
         """Store prepared score rows (``score_row``) in one transaction; with ``counts`` (ok, failed, not
-        applicable session-level items they add), add those to the run's live counts in the same one."""
+        applicable session-level items they add), add those to the run's live counts in the same one.
+
+        ``check``: first check, in that transaction, that the rows' run and sessions still exist — for a
+        connection that does not enforce foreign keys (a scoring worker's): one lookup a session, where
+        SQLite's own check costs two a row. A dataset deleted meanwhile is a ``NotFoundError``."""
         short = [row for row in rows if len(row) == _SHORT]
         full = [row for row in rows if len(row) != _SHORT] if len(short) != len(rows) else []
         with self.store.write() as conn:
+            if check and rows:
+                _check_parents(conn, rows)
             if short:  # fewer columns to bind: the rest are NULL by default
                 conn.executemany(
                     "INSERT OR REPLACE INTO scores (run_id, session_pk, turn, metric, status, value, reason, error, "
@@ -468,6 +476,17 @@ def _json_text(value: Any) -> str:
     except TypeError:
         return json.dumps(value)
     return json.dumps(value) if b"null" in text else text.decode()
+
+
+def _check_parents(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+    run_id, pks = rows[0][0], sorted({row[1] for row in rows})
+    found = conn.execute(
+        "SELECT (SELECT count(*) FROM runs WHERE id = ?), "
+        "(SELECT count(*) FROM sessions WHERE id IN (SELECT value FROM json_each(?)))",
+        [run_id, orjson.dumps(pks).decode()],
+    ).fetchone()
+    if found != (1, len(pks)):
+        raise NotFoundError(f"run #{run_id} or sessions it scored were deleted while it ran (their dataset deleted?)")
 
 
 def _counts(conn: Any, run_id: int) -> tuple[int, int, int]:
