@@ -21,7 +21,7 @@ import multiprocessing
 import os
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -216,16 +216,29 @@ def _score_deterministic(
     """Score every session left with deterministic metrics, a batch at a time; True when stopped early."""
     if workers > 1 and len(plan.todo) >= PARALLEL_MIN and can_fork():
         return _score_in_processes(store, plan, sink, should_stop, workers)
-    keyed = plan.keyed
-    runs = Runs(store)
-    for start in range(0, len(plan.todo), BATCH):
-        batch = runs.sessions(plan.todo[start : start + BATCH])
-        with paused_gc():
-            for pk, session in batch:
-                if should_stop is not None and should_stop():
-                    return True
-                sink.add(pk, [(key, r) for key, m in keyed for r in m.evaluate(session)])
+    for pk, results in _results(Runs(store), plan.keyed, plan.todo):
+        if should_stop is not None and should_stop():
+            return True
+        sink.add(pk, results)
     return False
+
+
+def _results(
+    runs: Runs, keyed: list[tuple[str, Metric]], pks: list[int]
+) -> Iterator[tuple[int, list[tuple[str, MetricResult]]]]:
+    """Each session of ``pks`` with every metric's results, read ``BATCH`` sessions at a time (memory stays flat):
+    from the sessions' tool calls alone (``Runs.session_calls``) when every metric reads only those, else from
+    the sessions."""
+    calls_only = all(metric.reads_calls for _, metric in keyed)
+    for start in range(0, len(pks), BATCH):
+        chunk = pks[start : start + BATCH]
+        with paused_gc():
+            if calls_only:
+                for pk, calls in runs.session_calls(chunk):
+                    yield pk, [(key, r) for key, metric in keyed for r in metric.evaluate_calls(calls)]
+            else:
+                for pk, session in runs.sessions(chunk):
+                    yield pk, [(key, r) for key, metric in keyed for r in metric.evaluate(session)]
 
 
 # Set in each worker process of ``_score_in_processes`` (forked: inherited, never pickled).
@@ -301,16 +314,12 @@ def _score_batch(pks: list[int]) -> int:
     counts = [0, 0, 0]
     runs = Runs(store)
     scored = 0
-    for start in range(0, len(pks), BATCH):  # read BATCH sessions at a time; keep only their rows
-        batch = runs.sessions(pks[start : start + BATCH])
-        scored += len(batch)
-        for pk, session in batch:
-            for key, metric in keyed:
-                for r in metric.evaluate(session):
-                    rows.append(score_row(run_id, pk, key, r, stamp))
-                    if r.turn is None:
-                        counts[_COUNTED[r.status]] += 1
-        del batch
+    for pk, results in _results(runs, keyed, pks):  # only the rows are kept
+        scored += 1
+        for key, r in results:
+            rows.append(score_row(run_id, pk, key, r, stamp))
+            if r.turn is None:
+                counts[_COUNTED[r.status]] += 1
     with lock:  # the workers take turns (waiting here costs nothing; SQLite's busy wait sleeps in steps)
         runs.write_rows(rows, (counts[0], counts[1], counts[2]), check=True)
     return scored

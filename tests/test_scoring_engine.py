@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -23,6 +23,7 @@ from openai_server import FakeOpenAI
 from evalcore.errors import NotFoundError, UnknownNameError, UsageError, WorkerError
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
+from evalcore.metrics.calls import CallLike, SessionCalls
 from evalcore.runspec import RUN_STATUSES, MetricSpec
 from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset
 from evalcore.store import Store, import_file
@@ -255,6 +256,76 @@ def test_the_scorer_reads_sessions_exactly_as_the_store_gives_them(tmp_path: Pat
     assert by_pk[pks[3]].reference == "edited by a reviewer" and by_pk[pks[5]].status == "approved"
     assert any(s.metadata.get("n") == 123456789012345678901234567890 for _, s in lean)
     assert sum(1 for _, s in lean if s.metadata.get("x") is not None) == 1
+
+
+def test_metrics_that_read_calls_score_the_stored_json_as_they_score_the_session(tmp_path: Path) -> None:
+    """``Runs.session_calls`` (the calls read from the stored JSON, no models built) against the sessions the
+    store gives, over every sample file and odd JSON (NaN and infinity, a big integer, calls without
+    arguments or outside assistant messages, no reference calls and an empty list of them), with a reviewer's
+    edit of the reference calls: the same calls, and every calls-reading metric's results the same."""
+    odd = tmp_path / "odd.jsonl"
+    call = {"name": "lookup", "args": {"q": "x", "n": 1.5, "deep": {"a": [1, None, True]}}}
+    lines = [
+        {
+            "schema_version": 1,
+            "session_id": "bare",
+            "messages": [
+                {"role": "user", "content": "a"},
+                {"role": "assistant", "tool_calls": [{"name": "noargs"}, call]},
+                {"role": "tool", "content": "r"},
+                {"role": "assistant", "content": "done", "tool_calls": []},
+            ],
+            "reference_tool_calls": [{"name": "noargs"}, call],
+        },
+        {
+            "schema_version": 1,
+            "session_id": "empty",
+            "messages": [{"role": "user", "content": "b"}],
+            "reference_tool_calls": [],
+        },
+        {
+            "schema_version": 1,
+            "session_id": "none",
+            "messages": [{"role": "user", "content": "c"}, {"role": "assistant", "tool_calls": [call]}],
+        },
+    ]
+    text = [json.dumps(line) for line in lines] + [
+        '{"schema_version": 1, "session_id": "big", "messages": [{"role": "user", "content": "d"}, {"role": '
+        '"assistant", "tool_calls": [{"name": "f", "args": {"n": 123456789012345678901234567890}}]}], '
+        '"reference_tool_calls": [{"name": "f", "args": {"n": 123456789012345678901234567890}}]}',
+        '{"schema_version": 1, "session_id": "nan", "messages": [{"role": "user", "content": "e"}, {"role": '
+        '"assistant", "tool_calls": [{"name": "f", "args": {"x": NaN}}]}], "reference_tool_calls": '
+        '[{"name": "f", "args": {"x": Infinity}}]}',
+    ]
+    odd.write_text("\n".join(text) + "\n", encoding="utf-8")
+    reading = [create_metric(name) for name in ("tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call_f1")]
+    assert all(m.reads_calls for m in reading)
+    with Store(tmp_path / "calls.db") as store:
+        for path in [*sorted(SAMPLE_DATA.iterdir()), odd]:
+            if path.suffix in (".json", ".jsonl"):
+                import_file(store, path, "all")
+        pks = store.pks("all")
+        edited = next(s for s in store.get_many(pks) if s.session.reference_tool_calls)
+        store.save(edited.pk, {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
+                   base_version=edited.version, author="ann")  # fmt: skip
+        lean = Runs(store).session_calls(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
+        full = store.get_many(list(reversed(pks)))
+    assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
+
+    def named(calls: Sequence[CallLike] | None) -> str | None:  # as text: NaN is not equal to itself
+        return None if calls is None else str([(call.name, call.args) for call in calls])
+
+    assert named(dict(lean)[edited.pk].reference) == "[('edited', {'by': 'ann'})]"
+    with_calls = 0
+    for (_, calls), stored in zip(lean, full, strict=True):
+        expected = SessionCalls.of(stored.session)
+        assert named(calls.made) == named(expected.made) and named(calls.reference) == named(expected.reference)
+        with_calls += bool(calls.made)
+        for metric in reading:
+            assert metric.evaluate_calls(calls) == metric.evaluate(stored.session), (stored.session.session_id, metric)
+    assert with_calls > 20
+    ids = {stored.session.session_id for stored in full}
+    assert {"bare", "empty", "none", "big", "nan"} <= ids
 
 
 # -- worker processes ---------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from evalcore.errors import UsageError
+from evalcore.errors import RegistryError, UsageError
+from evalcore.metrics.calls import CALL_REQUIREMENTS, SessionCalls
 from evalcore.registry import Registry
 from evalcore.schema import Session, Turn, resolve_weights
 
@@ -125,6 +126,10 @@ class Metric(BaseModel):
     needs: ClassVar[tuple[str, ...]] = ()
     level: ClassVar[Level] = "session"
     uses_judge: ClassVar[bool] = False
+    #: Reads nothing of a session but its tool calls: implements ``score_calls`` (a session-level deterministic
+    #: metric whose needs are all in ``CALL_REQUIREMENTS``). A scorer may then hand it the calls read straight
+    #: from the stored JSON (``evaluate_calls``), without building the session's models.
+    reads_calls: ClassVar[bool] = False
     #: The range of values, for charts and for readers: (low, high).
     scale: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
@@ -163,7 +168,14 @@ class Metric(BaseModel):
         raise NotImplementedError
 
     def score_session(self, session: Session) -> MetricResult:
-        """Score the whole session (session-level deterministic metrics)."""
+        """Score the whole session (session-level deterministic metrics); a metric that ``reads_calls`` scores
+        the session's calls."""
+        if self.reads_calls:
+            return self.score_calls(SessionCalls.of(session))
+        raise NotImplementedError
+
+    def score_calls(self, calls: SessionCalls) -> MetricResult:
+        """Score a session's tool calls (metrics that ``reads_calls``)."""
         raise NotImplementedError
 
     def evaluate(self, session: Session) -> list[MetricResult]:
@@ -181,6 +193,18 @@ class Metric(BaseModel):
         except Exception as exc:  # errors are data: one bad session never stops a run
             return [self.result(None, error=f"{type(exc).__name__}: {exc}")]
         return [*results, self.roll_up(session, results)]
+
+    def evaluate_calls(self, calls: SessionCalls) -> list[MetricResult]:
+        """``evaluate`` of the session whose tool calls ``calls`` are, for a metric that ``reads_calls``: the
+        same results, from the calls alone."""
+        for need in self.needs:
+            if not CALL_REQUIREMENTS[need](calls):
+                missing = [need for need in self.needs if not CALL_REQUIREMENTS[need](calls)]
+                return [self.not_applicable(f"missing {', '.join(missing)}")]
+        try:
+            return [self.score_calls(calls)]
+        except Exception as exc:  # as in ``evaluate``: errors are data
+            return [self.result(None, error=f"{type(exc).__name__}: {exc}")]
 
     # -- judged scoring --------------------------------------------------------------------
 
@@ -328,7 +352,13 @@ _REGISTRY: Registry[type[Metric]] = Registry("metric", BUILTIN_METRICS)
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: register a metric under its ``name``; a taken name is refused."""
+    """Class decorator: register a metric under its ``name``; a taken name is refused, and so is a metric that
+    says it ``reads_calls`` but is not a session-level deterministic one needing only what calls tell."""
+    if cls.reads_calls and (cls.uses_judge or cls.level != "session" or not set(cls.needs) <= set(CALL_REQUIREMENTS)):
+        raise RegistryError(
+            f"metric {cls.name!r} reads_calls: it must be a session-level deterministic metric whose needs are "
+            f"among {', '.join(CALL_REQUIREMENTS)}"
+        )
     return _REGISTRY.add(cls.name, cls)
 
 

@@ -4,15 +4,17 @@ and Gaussia's agentic tool correctness per turn."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalcore.metrics.base import Level, Metric, MetricResult, register_metric
-from evalcore.schema import Session, ToolCall, Turn
+from evalcore.metrics.calls import CallLike, SessionCalls
+from evalcore.schema import Session, Turn
 
 
-def _sort_key(call: ToolCall) -> tuple[str, ...]:
+def _sort_key(call: CallLike) -> tuple[str, ...]:
     # ragas: the name, then each argument name (sorted) followed by str() of its value.
     key = [call.name]
     for name in sorted(call.args):
@@ -20,7 +22,7 @@ def _sort_key(call: ToolCall) -> tuple[str, ...]:
     return tuple(key)
 
 
-def tool_call_accuracy(predicted: list[ToolCall], reference: list[ToolCall], *, strict_order: bool) -> float:
+def tool_call_accuracy(predicted: Sequence[CallLike], reference: Sequence[CallLike], *, strict_order: bool) -> float:
     """ragas 0.4.3 ``ToolCallAccuracy``: 0 whenever the call names do not line up.
 
     ragas scores each aligned pair (the share of reference arguments whose ``str()`` the
@@ -31,7 +33,7 @@ def tool_call_accuracy(predicted: list[ToolCall], reference: list[ToolCall], *, 
     return _accuracy(predicted, reference, strict_order)[0]
 
 
-def _misnamed(predicted: list[ToolCall], reference: list[ToolCall], strict_order: bool) -> str:
+def _misnamed(predicted: Sequence[CallLike], reference: Sequence[CallLike], strict_order: bool) -> str:
     n, pred, ref = next(
         (n, p, r) for n, (p, r) in enumerate(zip(predicted, reference, strict=True), 1) if p.name != r.name
     )
@@ -44,7 +46,7 @@ def _calls(n: int) -> str:
     return "1 call" if n == 1 else f"{n} calls"
 
 
-def _accuracy(predicted: list[ToolCall], reference: list[ToolCall], strict_order: bool) -> tuple[float, str]:
+def _accuracy(predicted: Sequence[CallLike], reference: Sequence[CallLike], strict_order: bool) -> tuple[float, str]:
     """``tool_call_accuracy`` with its reason."""
     if not predicted or not reference:
         if predicted:
@@ -99,7 +101,7 @@ def _hashable(value: Any) -> Any:
 _BY_EQUALITY = 64
 
 
-def _distinct(calls: list[ToolCall]) -> list[tuple[str, dict[str, Any]]]:
+def _distinct(calls: Sequence[CallLike]) -> list[tuple[str, dict[str, Any]]]:
     seen: list[tuple[str, dict[str, Any]]] = []
     for call in calls:
         key = (call.name, call.args)
@@ -108,7 +110,7 @@ def _distinct(calls: list[ToolCall]) -> list[tuple[str, dict[str, Any]]]:
     return seen
 
 
-def tool_call_f1(predicted: list[ToolCall], reference: list[ToolCall]) -> tuple[float, float, float, int]:
+def tool_call_f1(predicted: Sequence[CallLike], reference: Sequence[CallLike]) -> tuple[float, float, float, int]:
     """ragas 0.4.3 ``ToolCallF1`` (set semantics; rounded to 4 places): (f1, precision, recall, matched).
 
     ragas makes each call hashable (name, arguments with dicts as frozensets and lists as
@@ -142,11 +144,11 @@ class ToolCallAccuracy(Metric):
     name: ClassVar[str] = "tool_call_accuracy"
     description: ClassVar[str] = "tool calls vs reference tool calls, in order (ragas 0.4.3 ToolCallAccuracy)"
     needs: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)
+    reads_calls: ClassVar[bool] = True
     strict_order: bool = True
 
-    def score_session(self, session: Session) -> MetricResult:
-        predicted, reference = session.tool_calls(), session.reference_tool_calls or []
-        value, reason = _accuracy(predicted, reference, self.strict_order)
+    def score_calls(self, calls: SessionCalls) -> MetricResult:
+        value, reason = _accuracy(calls.made, calls.reference or [], self.strict_order)
         return MetricResult(self.name, None, value, reason)
 
 
@@ -166,9 +168,10 @@ class ToolCallF1(Metric):
     name: ClassVar[str] = "tool_call_f1"
     description: ClassVar[str] = "F1 of called vs reference (name, args) sets (ragas 0.4.3 ToolCallF1)"
     needs: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)
+    reads_calls: ClassVar[bool] = True
 
-    def score_session(self, session: Session) -> MetricResult:
-        predicted, reference = session.tool_calls(), session.reference_tool_calls or []
+    def score_calls(self, calls: SessionCalls) -> MetricResult:
+        predicted, reference = calls.made, calls.reference or []
         f1, precision, recall, matched = tool_call_f1(predicted, reference)
         reason = f"{matched} of {len(reference)} reference calls made exactly; {len(predicted)} calls in all"
         return MetricResult(self.name, None, f1, reason, sub={"precision": precision, "recall": recall})

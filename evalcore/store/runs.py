@@ -14,6 +14,7 @@ from evalcore.errors import NotFoundError
 from evalcore.formats.jsonio import loads
 from evalcore.gcpause import paused_gc
 from evalcore.metrics.base import MetricResult
+from evalcore.metrics.calls import SessionCalls
 from evalcore.model.redact import public_url
 from evalcore.runspec import MetricSpec, RunStatus, run_status
 from evalcore.schema import Session
@@ -298,6 +299,29 @@ class Runs:
                 if tags != "[]" or session.tags:
                     session.tags = json.loads(tags)
                 found[pk] = session
+
+    def session_calls(self, pks: list[int]) -> list[tuple[int, SessionCalls]]:
+        """The tool calls of the sessions under ``pks`` (``(pk, calls)`` in that order, missing ones left out),
+        as ``SessionCalls.of`` gives them for ``sessions``' sessions, read without building the sessions' models:
+        what a run whose every metric ``reads_calls`` scores. A session with edits is read through
+        ``Store.get_many``."""
+        found: dict[int, SessionCalls] = {}
+        edited: list[int] = []
+        from_json = SessionCalls.from_json
+        with paused_gc():
+            for start in range(0, len(pks), 500):
+                chunk = pks[start : start + 500]
+                rows = self.db.execute(
+                    f"SELECT id, data, n_edits FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                ).fetchall()
+                for pk, data, n_edits in rows:
+                    if n_edits:
+                        edited.append(pk)
+                        continue
+                    found[pk] = from_json(loads(data))  # (exact: NaN, big integers)
+        if edited:
+            found.update((s.pk, SessionCalls.of(s.session)) for s in self.store.get_many(edited))
+        return [(pk, found[pk]) for pk in pks if pk in found]
 
     def done_sessions(self, run_id: int, metrics: list[str]) -> set[int]:
         """Sessions for which every metric of the run already has its session score."""
