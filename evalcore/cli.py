@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
 from evalcore.outputs import discard_live
@@ -275,6 +275,22 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise _Terminated
 
 
+def entry() -> NoReturn:
+    """The ``evalcore`` console script: ``main``, then an exit that skips Python's teardown of every module it
+    imported (30 ms of each command: numpy's, pydantic's) once what the command wrote is flushed and nothing it
+    started still runs (a thread, a child process); otherwise the usual exit."""
+    code = main()
+    running = sys.modules.get("multiprocessing")
+    if threading.active_count() == 1 and not (running is not None and running.active_children()):
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe (`evalcore ... | head`): Python's own exit reports it
+            raise SystemExit(code) from None
+        os._exit(code)
+    raise SystemExit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(argv)
@@ -524,4 +540,4 @@ def _run_app(db: str | None, *, port: int = 8501, address: str = "127.0.0.1") ->
 
 
 if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
+    entry()

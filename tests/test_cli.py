@@ -84,6 +84,25 @@ def test_usage_errors_exit_two(tmp_path: Path) -> None:
     assert proc.returncode == 2
 
 
+def test_the_console_script_exits_quickly_with_everything_written(tmp_path: Path) -> None:
+    """``entry`` skips Python's teardown once the command is done: what the command wrote to its pipes arrives
+    whole, and its exit code is the command's. Two thousand problems on stderr, a summary on stdout."""
+    lines = [json.dumps(GOOD)] + [json.dumps({"user_input": [{"content": "x", "type": "robot"}]})] * 2000
+    source = tmp_path / "bad.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    proc = run("validate", str(source))
+    assert proc.returncode == 1
+    problems = [line for line in proc.stderr.splitlines() if "unknown message type 'robot'" in line]
+    assert len(problems) == 2000 and proc.stderr.rstrip().endswith("2000 records with errors, 0 warnings")
+    db = tmp_path / "s.db"
+    assert (
+        run("import", str(write_jsonl(tmp_path / "ok.jsonl", [GOOD])), "--dataset", "d", "--db", str(db)).returncode
+        == 0
+    )
+    proc = run("score", "--dataset", "d", "--metrics", "turn_count", "--db", str(db))
+    assert proc.returncode == 0 and proc.stdout.startswith("turn_count: ") and proc.stdout.endswith("n=1\n")
+
+
 def test_undetectable_input_names_the_formats_tried(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "in.jsonl", [{"hello": "world"}, 42])
     proc = run("validate", str(source))

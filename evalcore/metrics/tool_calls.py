@@ -147,6 +147,10 @@ class ToolCallAccuracy(Metric):
     reads_calls: ClassVar[bool] = True
     strict_order: bool = True
 
+    def score_session(self, session: Session) -> MetricResult:  # (the calls straight from the session)
+        value, reason = _accuracy(session.tool_calls(), session.reference_tool_calls or [], self.strict_order)
+        return MetricResult(self.name, None, value, reason)
+
     def score_calls(self, calls: SessionCalls) -> MetricResult:
         value, reason = _accuracy(calls.made, calls.reference or [], self.strict_order)
         return MetricResult(self.name, None, value, reason)
@@ -170,8 +174,13 @@ class ToolCallF1(Metric):
     needs: ClassVar[tuple[str, ...]] = ("reference_tool_calls",)
     reads_calls: ClassVar[bool] = True
 
+    def score_session(self, session: Session) -> MetricResult:  # (the calls straight from the session)
+        return self._score(session.tool_calls(), session.reference_tool_calls or [])
+
     def score_calls(self, calls: SessionCalls) -> MetricResult:
-        predicted, reference = calls.made, calls.reference or []
+        return self._score(calls.made, calls.reference or [])
+
+    def _score(self, predicted: Sequence[CallLike], reference: Sequence[CallLike]) -> MetricResult:
         f1, precision, recall, matched = tool_call_f1(predicted, reference)
         reason = f"{matched} of {len(reference)} reference calls made exactly; {len(predicted)} calls in all"
         return MetricResult(self.name, None, f1, reason, sub={"precision": precision, "recall": recall})
