@@ -705,7 +705,9 @@ def test_delete_dataset_removes_everything_of_it_and_nothing_else(store: Store, 
     with pytest.raises(NotFoundError):
         delete_dataset(store, "nope", confirm="nope")
     assert _table_counts(conn) == before
+    assert store.db.execute("PRAGMA foreign_keys").fetchone() == (1,)  # back on after a refused delete
     assert delete_dataset(store, "gone", confirm="gone") == 3
+    assert store.db.execute("PRAGMA foreign_keys").fetchone() == (1,)  # (off only for its own transaction)
 
     after = _table_counts(conn)
     assert after == {k: (v // 2 if k != "datasets" else 1) for k, v in before.items()}

@@ -95,15 +95,23 @@ def delete_dataset(store: Store, name: str, *, confirm: str) -> int:
     if confirm != name:
         raise UsageError(f"type the dataset's name ({name!r}) to delete it")
     dataset_id = store.dataset_id(name)
-    with store.write() as conn:
-        if conn.execute("SELECT 1 FROM datasets WHERE id = ?", [dataset_id]).fetchone() is None:
-            raise NotFoundError(f"no dataset named {name!r}")
-        mine = "SELECT id FROM sessions WHERE dataset_id = ?"
-        for table in ("scores", "edits", "comments", "verdicts", "session_tags"):
-            conn.execute(f"DELETE FROM {table} WHERE session_pk IN ({mine})", [dataset_id])
-        conn.execute("DELETE FROM scores WHERE run_id IN (SELECT id FROM runs WHERE dataset_id = ?)", [dataset_id])
-        conn.execute("DELETE FROM runs WHERE dataset_id = ?", [dataset_id])
-        n = conn.execute("DELETE FROM sessions WHERE dataset_id = ?", [dataset_id]).rowcount
-        conn.execute("DELETE FROM jobs WHERE dataset = ?", [name])
-        conn.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
+    # Every row pointing at the dataset's sessions and runs is deleted here, before them: SQLite's own checks of
+    # the deleted sessions would scan the scores once for each (scores have no index by session), so they are off
+    # for this transaction (the setting cannot change inside one).
+    store.db.execute("PRAGMA foreign_keys = OFF")
+    try:
+        with store.write() as conn:
+            if conn.execute("SELECT 1 FROM datasets WHERE id = ?", [dataset_id]).fetchone() is None:
+                raise NotFoundError(f"no dataset named {name!r}")
+            mine = "SELECT id FROM sessions WHERE dataset_id = ?"
+            # (A run scores only its dataset's sessions: its scores are all a session has.)
+            conn.execute("DELETE FROM scores WHERE run_id IN (SELECT id FROM runs WHERE dataset_id = ?)", [dataset_id])
+            for table in ("edits", "comments", "verdicts", "session_tags"):
+                conn.execute(f"DELETE FROM {table} WHERE session_pk IN ({mine})", [dataset_id])
+            conn.execute("DELETE FROM runs WHERE dataset_id = ?", [dataset_id])
+            n = conn.execute("DELETE FROM sessions WHERE dataset_id = ?", [dataset_id]).rowcount
+            conn.execute("DELETE FROM jobs WHERE dataset = ?", [name])
+            conn.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
+    finally:
+        store.db.execute("PRAGMA foreign_keys = ON")
     return int(n)

@@ -443,11 +443,14 @@ class Runs:
         sql = (
             "SELECT sc.run_id, r.started_at, sc.metric, sc.turn, sc.status, sc.value, sc.reason, sc.error, "
             "r.judge_model, sc.input_tokens, sc.output_tokens, sc.cost FROM scores sc JOIN runs r ON r.id = sc.run_id "
-            "WHERE sc.session_pk = ?"
+            "WHERE sc.run_id IN (SELECT id FROM runs WHERE dataset_id = "
+            "(SELECT dataset_id FROM sessions WHERE id = ?)) AND sc.session_pk = ?"  # by the unique index: run, session
         )
         if not turns:
             sql += " AND sc.turn = -1"
-        rows = self.db.execute(sql + " ORDER BY sc.run_id DESC, sc.metric, sc.turn", [session_pk]).fetchall()
+        rows = self.db.execute(
+            sql + " ORDER BY sc.run_id DESC, sc.metric, sc.turn", [session_pk, session_pk]
+        ).fetchall()
         judged = {r[2] for r in rows if r[9] is not None or r[11] is not None}
         return [
             SessionScore(
@@ -463,9 +466,12 @@ class Runs:
         for start in range(0, len(session_pks), 500):
             chunk = session_pks[start : start + 500]
             marks = ",".join("?" * len(chunk))
+            # Each session with each run of its dataset, then its score by the unique index: CROSS JOIN keeps that
+            # order (SQLite would rather scan a run's covering index whole: 34 ms to 1 ms for 50 sessions).
             for pk, metric, value in self.db.execute(
-                f"SELECT session_pk, metric, value FROM scores WHERE session_pk IN ({marks}) AND turn = -1 "
-                "ORDER BY run_id",
+                "SELECT sc.session_pk, sc.metric, sc.value FROM sessions s CROSS JOIN runs r CROSS JOIN scores sc "
+                f"WHERE s.id IN ({marks}) AND r.dataset_id = s.dataset_id AND sc.run_id = r.id "
+                "AND sc.session_pk = s.id AND sc.turn = -1 ORDER BY r.id",
                 chunk,
             ):
                 latest[pk][metric] = value  # later runs overwrite earlier ones
