@@ -23,8 +23,9 @@ Deterministic scoring, ``tool_call_accuracy`` and ``tool_call_f1``:
   scores of the same sessions in the timed run.
 - For scale, imports the file into a temporary SQLite store (``evalcore.store.import_file``) and
   times ``evalcore.scoring.score_dataset`` on it, best of 5, each a new run (``resume=False``):
-  reading the sessions from the store, scoring, writing every score, summarising. Then one more,
-  instrumented, run shows where that time goes.
+  reading the sessions from the store (both metrics read only tool calls: their calls, taken from
+  the stored JSON without building the sessions' models), scoring, writing every score,
+  summarising. Then one more, instrumented, run shows where that time goes.
 - The whole command as a person runs it: ``evalcore score --dataset bench --metrics
   tool_call_accuracy,tool_call_f1 --db bench.db --new-run`` (the console script next to this
   Python), 3 runs, each timed from process start to exit (interpreter start, imports, opening the
@@ -200,8 +201,8 @@ def time_score_dataset(store: Store) -> float:
 
 # The steps of one instrumented run, in the order printed; an indented one is part of the one above.
 STEPS = (
-    "read sessions (Runs.sessions)",
-    "score (Metric.evaluate)",
+    "read the sessions' calls (Runs.session_calls)",
+    "score (Metric.evaluate_calls)",
     "write scores (Runs.write_rows)",
     "summarise the run (summarize_run)",
 )
@@ -230,8 +231,8 @@ def breakdown(store: Store) -> tuple[float, dict[str, float]]:
     """One more ``score_dataset`` run with its main steps timed: where the time goes."""
     totals: dict[str, float] = defaultdict(float)
     with (
-        timed(Runs, "sessions", totals, STEPS[0]),
-        timed(Metric, "evaluate", totals, STEPS[1]),
+        timed(Runs, "session_calls", totals, STEPS[0]),  # (tool-call metrics read only calls: no models built)
+        timed(Metric, "evaluate_calls", totals, STEPS[1]),
         timed(Runs, "write_rows", totals, STEPS[2]),
         timed(evalcore.scoring, "summarize_run", totals, STEPS[3]),
     ):
