@@ -30,7 +30,7 @@ from evalcore.formats import read
 from evalcore.formats.files import ReadResult
 from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
-from evalcore.schema import Session
+from evalcore.schema import Message, Session, block_text
 
 __all__ = [
     "BatchEvent",
@@ -91,9 +91,10 @@ class FailedEvent:
 Event = ProblemEvent | BatchEvent | CountsEvent | FailedEvent
 
 
-def search_text(session: Session) -> str:
-    """The text full-text search sees: every message and the ground truth."""
-    parts = [m.text for m in session.messages]
+def search_text(session: Session, texts: list[str] | None = None) -> str:
+    """The text full-text search sees: every message and the ground truth. ``texts``: the messages' texts
+    (``message_texts``), when the caller has them already."""
+    parts = message_texts(session.messages) if texts is None else list(texts)
     parts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
     parts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
     return "\n".join(p for p in parts if p)
@@ -167,18 +168,26 @@ class Row:
         return Row, (*self.values(), self.tag_list)
 
 
+def message_texts(messages: list[Message]) -> list[str]:
+    """Each message's text (``Message.text``), in one pass (an import makes a row of every record)."""
+    return [content if type(content := m.content) is str else block_text(content) for m in messages]
+
+
 def row_for(dataset_id: int, source: str, session: Session) -> Row:
     """The sessions-table row of ``session``, with the hash that tells whether it changed."""
     data = session.model_dump_json(exclude={"provenance"}, exclude_defaults=True)
     content_hash = hashlib.sha256(data.encode()).hexdigest()
     key = session_key(session, source)
-    title = next((m.text for m in session.messages if m.role == "user"), "")[:200]
+    messages = session.messages
+    texts = message_texts(messages)
+    users = [i for i, m in enumerate(messages) if m.role == "user"]
     p = session.provenance
     return Row(
-        dataset_id, key, session.session_id, session.assistant_id, title, session.status, json.dumps(session.tags),
-        session.n_turns(), len(session.messages), len(session.tool_calls()), p.source if p else None,
-        p.format if p else None, p.position if p else None, p.line if p else None, data, content_hash,
-        search_text(session), int(session.has_ground_truth()), tuple(session.tags),
+        dataset_id, key, session.session_id, session.assistant_id, texts[users[0]][:200] if users else "",
+        session.status, json.dumps(session.tags) if session.tags else "[]", len(users), len(messages),
+        len(session.tool_calls()), p.source if p else None, p.format if p else None, p.position if p else None,
+        p.line if p else None, data, content_hash, search_text(session, texts), int(session.has_ground_truth()),
+        tuple(session.tags),
     )  # fmt: skip
 
 

@@ -333,3 +333,43 @@ def test_metadata_of_reads_one_key_of_each_session_from_the_stored_json(store: S
     assert [v for _, v in metadata_of(store, "d", "a.b")] == [None, 3, None, None]  # a key, not a path
     with pytest.raises(NotFoundError):
         list(metadata_of(store, "nope", "solver"))
+
+
+def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
+    """``row_for`` counts in one pass what the session's own methods say: over every sample file's sessions and
+    odd ones (content blocks, no content, no user message, a system preamble, tags)."""
+    from apptest_util import SAMPLE_DATA
+
+    from evalcore.formats import read_path
+    from evalcore.reading import row_for
+    from evalcore.schema import Message, Session
+
+    sessions: list[Session] = []
+    for path in sorted(SAMPLE_DATA.iterdir()):
+        if path.suffix in (".json", ".jsonl"):
+            with read_path(path) as results:
+                sessions += [r.session for r in results if r.session is not None]
+    blocks = [{"type": "input_text", "text": "block one"}, {"type": "image"}, {"type": "refusal", "refusal": "no"}]
+    sessions += [
+        Session(messages=[Message(role="system", content="be kind"), Message(role="user", content=blocks),
+                          Message(role="assistant", content=None), Message(role="user", content="second")],
+                tags=["b", "a"], reference="ref", expected_facts=["fact"]),
+        Session(messages=[Message(role="assistant", content="alone")]),
+        Session(),
+    ]  # fmt: skip
+    assert len(sessions) > 40
+    for session in sessions:
+        row = row_for(1, "f.jsonl", session)
+        users = [m for m in session.messages if m.role == "user"]
+        assert row.title == (users[0].text[:200] if users else "")
+        assert (row.n_turns, row.n_messages, row.n_tool_calls) == (
+            session.n_turns(),
+            len(session.messages),
+            len(session.tool_calls()),
+        )
+        texts = [m.text for m in session.messages]
+        texts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
+        texts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
+        assert row.search_text == "\n".join(t for t in texts if t)
+        assert json.loads(row.tags) == session.tags and row.tag_list == tuple(session.tags)
+    assert row_for(1, "f", sessions[-3]).title == "block one\nno"
