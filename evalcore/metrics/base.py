@@ -197,10 +197,9 @@ class Metric(BaseModel):
     def evaluate_calls(self, calls: SessionCalls) -> list[MetricResult]:
         """``evaluate`` of the session whose tool calls ``calls`` are, for a metric that ``reads_calls``: the
         same results, from the calls alone."""
-        for need in self.needs:
-            if not CALL_REQUIREMENTS[need](calls):
-                missing = [need for need in self.needs if not CALL_REQUIREMENTS[need](calls)]
-                return [self.not_applicable(f"missing {', '.join(missing)}")]
+        missing = [need for need in self.needs if not CALL_REQUIREMENTS[need](calls)]
+        if missing:
+            return [self.not_applicable(f"missing {', '.join(missing)}")]
         try:
             return [self.score_calls(calls)]
         except Exception as exc:  # as in ``evaluate``: errors are data

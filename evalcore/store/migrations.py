@@ -367,7 +367,7 @@ def sessions_by_format(db: Database) -> None:
 def scores_not_by_session(db: Database) -> None:
     """No index of scores by session: each new run added an entry next to every earlier run's entries of each
     session, rewriting the whole index (pages all over the file) at every run, so scoring got slower with each
-    run a dataset had (a 20,000-session run: 1.05 s on a fresh store, 1.3 s after six runs). A session's scores
+    run a dataset had (a 20,000-session run: 1.1 s on a fresh store, 1.2 s after six runs). A session's scores
     are found through its dataset's runs (``(run_id, session_pk)``, the unique index), and deleting a dataset
     deletes its scores by run before its sessions, with SQLite's foreign-key checks of the deleted sessions
     (a scan of the scores for each, without this index) left off."""
