@@ -190,3 +190,12 @@ def job_status(status: str, fraction: float, message: str) -> None:
         st.warning(message, icon=":material/pause_circle:")
     else:
         st.error(literal_markdown(message), icon=":material/error:")
+
+
+#: How every table shows a value that is missing (a score no run gave, a deterministic run's cost).
+MISSING = "—"
+
+
+def table(data: Any, **options: Any) -> Any:
+    """``st.dataframe`` as every page shows a table: no index, a missing value as ``MISSING``."""
+    return st.dataframe(data, hide_index=True, placeholder=MISSING, **options)

@@ -146,8 +146,8 @@ if against is not None:
     if cmp.worse:
         st.caption("Worse first. Click a row to review the session.")
         worse = pd.DataFrame(worse_rows(cmp))
-        picked = st.dataframe(
-            worse, hide_index=True, placeholder="—", on_select="rerun", selection_mode="single-row",
+        picked = _shared.table(
+            worse, on_select="rerun", selection_mode="single-row",
             key=f"dash_worse-{epoch}", column_config={"change": st.column_config.NumberColumn(format="%+.3f")},
         )  # fmt: skip
         for row in picked.selection.rows if picked else []:
@@ -185,8 +185,8 @@ for n, a in enumerate(agreements):
             st.plotly_chart(_charts.confusion(a), key=f"dash_conf-{n}", config={"displayModeBar": False})
         st.caption(agreement_note(a))
         if a.disagreements:
-            picked = st.dataframe(
-                pd.DataFrame(disagreement_rows(a)), hide_index=True, placeholder="—", on_select="rerun",
+            picked = _shared.table(
+                pd.DataFrame(disagreement_rows(a)), on_select="rerun",
                 selection_mode="single-row", key=f"dash_disagree-{n}-{epoch}",
                 height=min(38 + 35 * len(a.disagreements), 38 + 35 * 8),
             )  # fmt: skip

@@ -21,10 +21,8 @@ st.title("Datasets")
 rows = dataset_rows(store)
 if rows:
     small = {name: st.column_config.NumberColumn(name, width="small") for name in ("todo", "approved", "rejected")}
-    st.dataframe(
+    _shared.table(
         pd.DataFrame(rows),
-        hide_index=True,
-        placeholder="—",
         height=min(38 + 35 * len(rows), 38 + 35 * 15),  # every dataset at once, up to 15
         column_config={
             "dataset": st.column_config.TextColumn(width="medium", pinned=True),
@@ -51,7 +49,7 @@ def show_outcome(outcome: ImportOutcome) -> None:
     show(literal_markdown(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
         with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
-            st.dataframe(pd.DataFrame(outcome.problems), hide_index=True, placeholder="—")
+            _shared.table(pd.DataFrame(outcome.problems))
 
 
 @st.fragment(run_every=0.5)

@@ -93,10 +93,8 @@ for tab, (group, infos) in zip(tabs, groups.items(), strict=True):
             key=f"pick_{group.replace(' ', '_').lower()}",
             placeholder="Pick metrics (or read the table below first)",
         )
-        st.dataframe(
+        _shared.table(
             pd.DataFrame(picker_rows(profile, infos)),
-            hide_index=True,
-            placeholder="—",
             height=38 + 35 * len(names),
             column_config={
                 "metric": st.column_config.TextColumn(width="medium", pinned=True),
@@ -192,10 +190,8 @@ with right:
     if judged:
         st.subheader("Estimate")
         estimates = [estimate(store, profile, spec, config) for spec in judged]
-        st.dataframe(
+        _shared.table(
             pd.DataFrame(estimate_rows(estimates)),
-            hide_index=True,
-            placeholder="—",
             column_config={
                 "calls": st.column_config.NumberColumn(format="localized"),
                 "tokens in": st.column_config.NumberColumn(format="localized"),
@@ -240,10 +236,8 @@ rows = past_runs(store, dataset)
 if not rows:
     st.caption("No run of this dataset yet.")
 else:
-    st.dataframe(
+    _shared.table(
         pd.DataFrame(rows),
-        hide_index=True,
-        placeholder="—",
         height=min(38 + 35 * len(rows), 38 + 35 * 12),
         column_config={
             "run": st.column_config.NumberColumn("#"),

@@ -310,10 +310,8 @@ explained = explain_weights(typed_weights())
 with tabs[2]:
     if tabs[2].open:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
-        st.dataframe(
+        _shared.table(
             pd.DataFrame(weight_rows(view, typed_weights(), explained)),
-            hide_index=True,
-            placeholder="—",
             column_config={
                 "turn": st.column_config.NumberColumn(width="small"),
                 "typed": st.column_config.TextColumn("weight typed", width="small"),
@@ -351,7 +349,7 @@ with tabs[3]:
             )  # fmt: skip
         if others:
             st.caption("Other reviewers")
-            st.dataframe(pd.DataFrame(verdict_rows(others)), hide_index=True, placeholder="—")
+            _shared.table(pd.DataFrame(verdict_rows(others)))
 
 with tabs[4]:
     if tabs[4].open:
@@ -359,10 +357,8 @@ with tabs[4]:
         if not scores:
             st.info("No run has scored this session yet.")
         else:
-            st.dataframe(
+            _shared.table(
                 pd.DataFrame(score_rows(scores)),
-                hide_index=True,
-                placeholder="—",
                 height=min(38 + 35 * len(scores), 38 + 35 * 20),
                 column_config={
                     "metric": st.column_config.TextColumn(width="medium"),
@@ -394,10 +390,8 @@ with tabs[6]:
         if not history:
             st.info("No edit yet: the session is as it was imported.")
         else:
-            st.dataframe(
+            _shared.table(
                 pd.DataFrame(history_rows(history)),
-                hide_index=True,
-                placeholder="—",
                 height=min(38 + 35 * len(history), 38 + 35 * 12),
                 column_config={
                     "at": st.column_config.TextColumn(width="small"),

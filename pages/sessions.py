@@ -113,10 +113,8 @@ config = {
     "ground truth": st.column_config.CheckboxColumn(width="small"),
     **{m: st.column_config.NumberColumn(m, format="%.2f", width="small") for m in [*table.metrics, "score"]},
 }
-event = st.dataframe(
+event = _shared.table(
     pd.DataFrame(table.rows),
-    hide_index=True,
-    placeholder="—",
     column_config=config,
     column_order=table.columns,
     on_select="rerun",

@@ -132,7 +132,7 @@ with right:
             samples = read_samples_text(upload.getvalue().decode("utf-8-sig", errors="replace"), upload.name)
     if samples is not None:
         st.caption(f"{plural(len(samples.rows), 'sample')}; the first ones:")
-        st.dataframe(samples.preview, hide_index=True, placeholder="—")
+        _shared.table(samples.preview)
         if samples.problems:
             st.warning(
                 f"{plural(len(samples.problems), 'line')} left out:\n"

@@ -55,11 +55,13 @@ class SessionCalls(NamedTuple):
         for message in data.get("messages") or ():
             calls = message.get("tool_calls")
             if calls and message.get("role") == "assistant":
-                made += [Call(call["name"], call.get("args") or {}) for call in calls]
+                made += _calls(calls)
         reference = data.get("reference_tool_calls")
-        if reference is None:
-            return cls(made, None)
-        return cls(made, [Call(call["name"], call.get("args") or {}) for call in reference])
+        return cls(made, None if reference is None else _calls(reference))
+
+
+def _calls(items: list[dict[str, Any]]) -> list[CallLike]:
+    return [Call(item["name"], item.get("args") or {}) for item in items]
 
 
 #: What a metric that reads only calls may need, and how to tell whether the calls have it (as

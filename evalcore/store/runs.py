@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -18,9 +18,9 @@ from evalcore.metrics.base import MetricResult
 from evalcore.metrics.calls import SessionCalls
 from evalcore.model.redact import public_url
 from evalcore.runspec import MetricSpec, RunStatus, run_status
-from evalcore.schema import Session
+from evalcore.schema import Session, Status
 from evalcore.store.queries import SessionFilter
-from evalcore.store.records import now
+from evalcore.store.records import StoredSession, now
 from evalcore.store.store import Store
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ _OLD_FILTERS_KEY = "__filters__"
 #: Statuses of a run that may be resumed (a "done" run is complete).
 RESUMABLE = ("running", "cancelled", "failed")
 _FILTER_FIELDS = {f.name for f in fields(SessionFilter)}
+T = TypeVar("T")
 _SHORT = 9  # the length of a score row without sub-scores, warnings or judge usage
 
 
@@ -271,57 +272,44 @@ class Runs:
 
         Reads only what scoring needs; a session with edits is read through ``Store.get_many``.
         """
-        found: dict[int, Session] = {}
-        edited: list[int] = []
-        with paused_gc():  # millions of new objects, no cycles: the collector's passes would double the time
-            self._read_sessions(pks, found, edited)
-        if edited:
-            found.update((s.pk, s.session) for s in self.store.get_many(edited))
-        return [(pk, found[pk]) for pk in pks if pk in found]
-
-    def _read_sessions(self, pks: list[int], found: dict[int, Session], edited: list[int]) -> None:
-        from_json = Session.model_validate_json  # pydantic's own JSON parser: one pass, no dict in between
-        for start in range(0, len(pks), 500):
-            chunk = pks[start : start + 500]
-            rows = self.db.execute(
-                f"SELECT id, data, status, tags, n_edits FROM sessions WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall()
-            for pk, data, status, tags, n_edits in rows:
-                if n_edits:
-                    edited.append(pk)
-                    continue
-                try:
-                    session = from_json(data)
-                except ValueError:  # what pydantic's parser refuses (a big integer, say): as Store.get reads it
-                    session = Session.model_validate(loads(data))
-                if session.status != status:  # the columns rule (a model's assignment costs: only when they differ)
-                    session.status = status
-                if tags != "[]" or session.tags:
-                    session.tags = json.loads(tags)
-                found[pk] = session
+        return self._unedited_first(pks, "data, status, tags", _session_of, lambda stored: stored.session)
 
     def session_calls(self, pks: list[int]) -> list[tuple[int, SessionCalls]]:
         """The tool calls of the sessions under ``pks`` (``(pk, calls)`` in that order, missing ones left out),
         as ``SessionCalls.of`` gives them for ``sessions``' sessions, read without building the sessions' models:
         what a run whose every metric ``reads_calls`` scores. A session with edits is read through
         ``Store.get_many``."""
-        found: dict[int, SessionCalls] = {}
+        return self._unedited_first(
+            pks,
+            "data",
+            lambda data: SessionCalls.from_json(loads(data)),
+            lambda stored: SessionCalls.of(stored.session),
+        )  # (loads: exact for NaN and big integers)
+
+    def _unedited_first(
+        self,
+        pks: list[int],
+        columns: str,
+        of_row: Callable[..., T],
+        of_stored: Callable[[StoredSession], T],
+    ) -> list[tuple[int, T]]:
+        """``(pk, what)`` for each session of ``pks`` found, in that order: ``of_row(*columns)`` of a session no
+        reviewer edited (read 500 at a time), ``of_stored`` of the one ``Store.get_many`` gives for the others."""
+        found: dict[int, T] = {}
         edited: list[int] = []
-        from_json = SessionCalls.from_json
-        with paused_gc():
+        with paused_gc():  # millions of new objects, no cycles: the collector's passes would double the time
             for start in range(0, len(pks), 500):
                 chunk = pks[start : start + 500]
                 rows = self.db.execute(
-                    f"SELECT id, data, n_edits FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    f"SELECT id, n_edits, {columns} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
                 ).fetchall()
-                for pk, data, n_edits in rows:
+                for pk, n_edits, *values in rows:
                     if n_edits:
                         edited.append(pk)
-                        continue
-                    found[pk] = from_json(loads(data))  # (exact: NaN, big integers)
+                    else:
+                        found[pk] = of_row(*values)
         if edited:
-            found.update((s.pk, SessionCalls.of(s.session)) for s in self.store.get_many(edited))
+            found.update((stored.pk, of_stored(stored)) for stored in self.store.get_many(edited))
         return [(pk, found[pk]) for pk in pks if pk in found]
 
     def done_sessions(self, run_id: int, metrics: list[str]) -> set[int]:
@@ -507,6 +495,19 @@ def _json_text(value: Any) -> str:
     except TypeError:
         return json.dumps(value)
     return json.dumps(value) if b"null" in text else text.decode()
+
+
+def _session_of(data: str, status: Status, tags: str) -> Session:
+    """A stored session no reviewer edited, with its status and tags columns (which rule)."""
+    try:
+        session = Session.model_validate_json(data)  # pydantic's own JSON parser: one pass, no dict in between
+    except ValueError:  # what pydantic's parser refuses (a big integer, say): as Store.get reads it
+        session = Session.model_validate(loads(data))
+    if session.status != status:  # (a model's assignment costs: only when they differ)
+        session.status = status
+    if tags != "[]" or session.tags:
+        session.tags = json.loads(tags)
+    return session
 
 
 def _check_parents(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
