@@ -5,6 +5,7 @@ The library never imports streamlit; the app in ``app.py`` and ``pages/`` sits o
 
 from typing import TYPE_CHECKING
 
+from evalcore._infra.lazy import lazy_names
 from evalcore.errors import (
     ConversionError,
     EvalcoreError,
@@ -14,7 +15,6 @@ from evalcore.errors import (
     UnknownNameError,
     UsageError,
 )
-from evalcore.lazy import lazy_names
 
 if TYPE_CHECKING:
     from evalcore.convert import ConvertReport, FileProblem, convert_file, validate_file

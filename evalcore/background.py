@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import EvalcoreError, UsageError
+from evalcore.importing import ImportReport, import_stream
 from evalcore.judge import JudgeConfig
 from evalcore.model import ModelConfig
-from evalcore.runspec import MetricSpec, SpecLike
+from evalcore.runspec import MetricSpec, SpecLike, run_specs
 from evalcore.scoring import score_dataset
 from evalcore.solver import Task
 from evalcore.solver.dataset import solve_into, task_name
-from evalcore.store import ImportReport, Store, import_stream
+from evalcore.store import Store
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.queries import SessionFilter
 from evalcore.store.runs import Run, Runs
@@ -228,7 +229,7 @@ def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, a
     if judge is not None and run.judge_model and judge.model != run.judge_model:
         judge = dataclasses.replace(judge, model=run.judge_model)  # the run's judge, or it would not resume
     return start_scoring(
-        store, run.dataset, run.specs, judge=judge if run.judge_model else None, filters=run.filters, author=author
+        store, run.dataset, run_specs(run), judge=judge if run.judge_model else None, filters=run.filters, author=author
     )
 
 

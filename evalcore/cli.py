@@ -22,10 +22,10 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn, TextIO
 
+from evalcore._infra.outputs import discard_live
+from evalcore._infra.progress import ProgressBar
+from evalcore._infra.workers import default_workers
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
-from evalcore.outputs import discard_live
-from evalcore.progress import ProgressBar
-from evalcore.workers import default_workers
 
 __all__ = ["main"]
 
@@ -379,7 +379,8 @@ def _left(command: str) -> str:
 
 
 def _import(args: argparse.Namespace, err: TextIO) -> int:
-    from evalcore.store import Store, import_file
+    from evalcore.importing import import_file
+    from evalcore.store import Store
 
     bar = ProgressBar(f"importing {Path(args.input).name}", err)
     with Store(args.db) as store:
@@ -405,8 +406,8 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.exporting import export_dataset
     from evalcore.store import Store
-    from evalcore.store.exports import export_dataset
     from evalcore.store.queries import SessionFilter
 
     statuses = [s for value in args.status for s in value.split(",") if s]
@@ -447,7 +448,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     if not specs:
         raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
     if args.output is not None:
-        from evalcore.outputs import output_target
+        from evalcore._infra.outputs import output_target
 
         output_target(args.output)  # a folder or a missing folder is refused now, not after the run
     judge = JudgeConfig.from_env(

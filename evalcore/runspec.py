@@ -8,24 +8,15 @@ model; forms are built from ``MetricSpec.metric_class.model_fields``. A run's fi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import UsageError
 from evalcore.metrics.base import Metric, create_metric, get_metric
+from evalcore.store.records import RUN_STATUSES, RunStatus, run_status
 
-__all__ = ["RUN_STATUSES", "MetricSpec", "RunStatus", "SpecLike", "run_status"]
+if TYPE_CHECKING:
+    from evalcore.store.runs import Run
 
-#: What a run is doing: scoring, finished, stopped on request (resumable), or stopped by an error (resumable).
-RunStatus = Literal["running", "done", "cancelled", "failed"]
-RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
-
-
-def run_status(value: str) -> RunStatus:
-    """``value`` as a run status; an unknown one is an error naming the known ones."""
-    for status in RUN_STATUSES:
-        if value == status:
-            return status
-    raise UsageError(f"unknown run status {value!r}; use one of {', '.join(RUN_STATUSES)}")
+__all__ = ["RUN_STATUSES", "MetricSpec", "RunStatus", "SpecLike", "run_specs", "run_status"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +59,15 @@ class MetricSpec:
 
 #: Whatever names a metric: ``name``, ``name:key=value``, a dict, a metric object or a spec.
 SpecLike = str | dict[str, Any] | Metric | MetricSpec
+
+
+def run_specs(run: Run) -> list[MetricSpec]:
+    """The run's metrics with their parameters, in the order of ``run.metrics``."""
+    specs = []
+    for key in run.metrics:
+        entry = run.params.get(key)
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            specs.append(MetricSpec(entry["name"], {k: v for k, v in entry.items() if k != "name"}))
+        else:  # a run stored without its parameters: the key is the metric's spec
+            specs.append(MetricSpec.of(key))
+    return specs

@@ -11,12 +11,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalcore.overview import sample_files
+from evalcore.importing import ImportReport, import_file
 from evalcore.scoring import score_dataset
-from evalcore.store import ImportReport, Store, import_file
+from evalcore.store import Store
 from evalcore.store.runs import Runs
 
-__all__ = ["SAMPLE_METRICS", "SampleLoad", "ensure_samples", "load_samples", "sample_dataset_name"]
+__all__ = ["SAMPLE_METRICS", "SampleLoad", "ensure_samples", "load_samples", "sample_dataset_name", "sample_files"]
 
 #: What the samples are scored with: every deterministic metric that needs no parameters to be useful.
 SAMPLE_METRICS = (
@@ -29,6 +29,14 @@ SAMPLE_METRICS = (
     "turn_count",
 )
 _MARK = "samples_loaded"
+
+
+def sample_files(folder: str | os.PathLike[str]) -> list[Path]:
+    """The data files of a sample folder (JSON and JSONL), sorted by name."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
 
 
 @dataclass(frozen=True)

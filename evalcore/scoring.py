@@ -26,19 +26,23 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
+
+from evalcore._infra.gcpause import paused_gc
+from evalcore._infra.workers import can_fork, fork_pool, worker_failures
 from evalcore.errors import UsageError
-from evalcore.gcpause import paused_gc
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.metrics.aggregate import prepare as prepare_summary
+from evalcore.metrics.calls import SessionCalls
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
 from evalcore.store import Store
+from evalcore.store.jsontext import loads
 from evalcore.store.queries import SessionFilter, iter_pks
 from evalcore.store.records import now
-from evalcore.store.runs import Run, RunProgress, Runs, StoreJudgeCache, score_row
-from evalcore.workers import can_fork, fork_pool, worker_failures
+from evalcore.store.runs import Run, RunProgress, Runs
 
 if TYPE_CHECKING:
     from evalcore.judge import Judge
@@ -47,8 +51,11 @@ __all__ = [
     "RunProgress",
     "RunReport",
     "run_progress",
+    "save_results",
     "score_dataset",
+    "score_row",
     "score_sessions",
+    "session_calls",
     "summarize_run",
     "write_scores_jsonl",
 ]
@@ -102,6 +109,47 @@ def run_progress(store: Store, run_id: int) -> RunProgress:
     Readable from any thread or process while the run goes (the counts move at each save of the sink).
     """
     return Runs(store).progress(run_id)
+
+
+def score_row(run_id: int, pk: int, key: str, r: MetricResult, stamp: str) -> tuple[Any, ...]:
+    """A result as a row of the ``scores`` table (``Runs.write_rows``)."""
+    u = r.usage
+    if u is None and not r.sub and not r.warnings:  # the common case of deterministic metrics: a short row
+        return (run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
+                r.error, stamp)  # fmt: skip
+    return (
+        run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
+        r.error, _json_text(r.sub) if r.sub else None, _json_text(r.warnings) if r.warnings else None,
+        u.calls if u else None, u.cached if u else None, u.input_tokens if u else None,
+        u.output_tokens if u else None, u.cost if u else None, u.latency_ms if u else None, stamp,
+    )  # fmt: skip
+
+
+def _json_text(value: Any) -> str:
+    """``json.dumps(value)`` as JSON text, read back the same (``json.loads``), at orjson's speed: the stdlib
+    writes what orjson cannot (NaN and infinities, which orjson writes as null; integers beyond 64 bits)."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value)
+    return json.dumps(value) if b"null" in text else text.decode()
+
+
+def save_results(store: Store, run_id: int, scored: list[tuple[int, str, MetricResult]]) -> None:
+    """Store results of run ``run_id``: ``(session_pk, metric key, result)``; a result stored again replaces the
+    old one. The run's live counts are left alone."""
+    stamp = now()
+    Runs(store).write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
+
+
+def session_calls(runs: Runs, pks: list[int]) -> list[tuple[int, SessionCalls]]:
+    """The tool calls of the sessions under ``pks`` (``(pk, calls)`` in that order, missing ones left out), as
+    ``SessionCalls.of`` gives them for ``Runs.sessions``' sessions, read without building the sessions' models:
+    what a run whose every metric ``reads_calls`` scores. A session with edits is read through
+    ``Store.get_many``."""
+    return runs.read_unedited(
+        pks, lambda data: SessionCalls.from_json(loads(data)), lambda stored: SessionCalls.of(stored.session)
+    )  # (loads: exact for NaN and big integers)
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -227,14 +275,14 @@ def _results(
     runs: Runs, keyed: list[tuple[str, Metric]], pks: list[int]
 ) -> Iterator[tuple[int, list[tuple[str, MetricResult]]]]:
     """Each session of ``pks`` with every metric's results, read ``BATCH`` sessions at a time (memory stays flat):
-    from the sessions' tool calls alone (``Runs.session_calls``) when every metric reads only those, else from
+    from the sessions' tool calls alone (``session_calls``) when every metric reads only those, else from
     the sessions."""
     calls_only = all(metric.reads_calls for _, metric in keyed)
     for start in range(0, len(pks), BATCH):
         chunk = pks[start : start + BATCH]
         with paused_gc():
             if calls_only:
-                for pk, calls in runs.session_calls(chunk):
+                for pk, calls in session_calls(runs, chunk):
                     yield pk, [(key, r) for key, metric in keyed for r in metric.evaluate_calls(calls)]
             else:
                 for pk, session in runs.sessions(chunk):
@@ -295,7 +343,7 @@ def _worker_batches(todo: list[int], workers: int) -> list[list[int]]:
 
 
 def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
-    """A worker's start (after ``evalcore.workers.start_worker``): its own connection."""
+    """A worker's start (after ``evalcore._infra.workers.start_worker``): its own connection."""
     global _worker
     store = Store(path, busy_timeout=busy_timeout)
     # Each batch checks its run and sessions itself (``write_rows(check=True)``): a quarter of the lookups of
@@ -402,7 +450,7 @@ def score_dataset(
         on_start(plan.run)
     client: Judge | None = None
     if use is not None:
-        from evalcore.judge import Judge  # (asyncio and the model client: only when a judge is called)
+        from evalcore.judge import Judge, StoreJudgeCache  # (asyncio and the model client: only for a judge)
 
         client = Judge(use, StoreJudgeCache(store))
     sink = _Sink(runs, plan, on_progress)
@@ -523,10 +571,10 @@ def summarize_run(store: Store, run_id: int) -> list[Summary]:
 def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) -> int:
     """One line per (session, metric): session_id, position, metric, value, reason, error.
 
-    The file appears whole or not at all, as every output does (see :mod:`evalcore.outputs`).
+    The file appears whole or not at all, as every output does (see :mod:`evalcore._infra.outputs`).
     """
-    from evalcore.outputs import atomic_output
-    from evalcore.store.exports import score_records
+    from evalcore._infra.outputs import atomic_output
+    from evalcore.exporting import score_records
 
     count = 0
     with atomic_output(path) as out:

@@ -1,4 +1,4 @@
-"""Plotly figures for the Dashboard, drawn from what ``evalcore.dashboard`` computed (no computing here:
+"""Plotly figures for the Dashboard, drawn from what ``evalcore.views.dashboard`` computed (no computing here:
 each function lays out given numbers). One calm look: small margins, one blue, status colours."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from evalcore.agreement import Agreement
-from evalcore.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
-from evalcore.review.tables import session_label
+from evalcore.views.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
+from evalcore.views.review.tables import session_label
 
 BLUE = "#2f62c7"
 GREY = "#9aa3b2"

@@ -13,10 +13,10 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import ConflictError, EvalcoreError
-from evalcore.review.text import literal_markdown
 from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path
 from evalcore.store.queries import SessionFilter
+from evalcore.views.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("evalcore.app")

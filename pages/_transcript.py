@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from evalcore.review.text import code_span, literal_markdown
-from evalcore.review.transcript import CallView, ImageView, Item, MessageView, TurnView
+from evalcore.views.review.transcript import CallView, ImageView, Item, MessageView, TurnView
+from evalcore.views.text import code_span, literal_markdown
 
 _AVATARS = {
     "user": ":material/person:",

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.agreement import judge_agreement, kappa_band
-from evalcore.dashboard import (
+from evalcore.views.dashboard import (
     agreement_note,
     by_assistant,
     compare_runs,
@@ -22,8 +22,8 @@ from evalcore.dashboard import (
     verdicts_version,
     worse_rows,
 )
-from evalcore.review.tables import session_label
-from evalcore.review.text import literal_markdown
+from evalcore.views.review.tables import session_label
+from evalcore.views.text import literal_markdown
 from pages import _charts, _shared
 
 _shared.frame_first()

@@ -4,13 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.background import start_import
-from evalcore.dataset_views import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.formats import formats
-from evalcore.overview import sample_files
-from evalcore.review.text import literal_markdown, plural
-from evalcore.samples import load_samples
+from evalcore.samples import load_samples, sample_files
 from evalcore.store.datasets import delete_dataset, rename_dataset
 from evalcore.store.jobs import Jobs
+from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import
+from evalcore.views.text import literal_markdown, plural
 from pages import _shared
 
 _shared.frame_first()

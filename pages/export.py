@@ -4,7 +4,10 @@ manifest — previewed before it is downloaded; and a run's scores as CSV or JSO
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.export_views import (
+from evalcore.schema import STATUSES
+from evalcore.store.queries import facets
+from evalcore.store.runs import Runs
+from evalcore.views.export import (
     SCORE_KINDS,
     ExportDownload,
     ScoresDownload,
@@ -12,11 +15,8 @@ from evalcore.export_views import (
     export_preview,
     writable_formats,
 )
-from evalcore.review.text import escape_inline, plural
-from evalcore.schema import STATUSES
-from evalcore.sessions_table import page_filter
-from evalcore.store.queries import facets
-from evalcore.store.runs import Runs
+from evalcore.views.sessions import page_filter
+from evalcore.views.text import escape_inline, plural
 from pages import _shared
 
 _shared.frame_first()

@@ -8,7 +8,8 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import EvalcoreError
-from evalcore.metric_views import (
+from evalcore.store.jobs import Jobs
+from evalcore.views.metrics import (
     ESTIMATE_NOTE,
     GROUP_TITLES,
     ParamField,
@@ -28,8 +29,7 @@ from evalcore.metric_views import (
     progress_view,
     resumable_runs,
 )
-from evalcore.review.text import literal_markdown, plural
-from evalcore.store.jobs import Jobs
+from evalcore.views.text import literal_markdown, plural
 from pages import _shared
 
 _shared.frame_first()

@@ -9,8 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
-from evalcore.review.diff import diff_markdown, word_diff
-from evalcore.review.fields import (
+from evalcore.store.queries import browse, facets, neighbours
+from evalcore.store.runs import Runs
+from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict, verdicts
+from evalcore.views.review.diff import diff_markdown, word_diff
+from evalcore.views.review.fields import (
     SESSION_EDITORS,
     TURN_EDITORS,
     FieldProblem,
@@ -20,13 +23,10 @@ from evalcore.review.fields import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
-from evalcore.review.text import code_span, literal_markdown, plural
-from evalcore.review.transcript import transcript
-from evalcore.review.weights import explain_weights, format_number
-from evalcore.store.queries import browse, facets, neighbours
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict, verdicts
+from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
+from evalcore.views.review.transcript import transcript
+from evalcore.views.review.weights import explain_weights, format_number
+from evalcore.views.text import code_span, literal_markdown, plural
 from pages import _shared
 from pages._transcript import render_items, render_turn
 

@@ -4,12 +4,12 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.review.tables import session_label
 from evalcore.schema import STATUSES
-from evalcore.sessions_table import page_filter, sessions_table
 from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
 from evalcore.store.queries import SORTS, facets
 from evalcore.store.runs import Runs
+from evalcore.views.review.tables import session_label
+from evalcore.views.sessions import page_filter, sessions_table
 from pages import _shared
 
 _shared.frame_first()

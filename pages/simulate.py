@@ -5,8 +5,9 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import EvalcoreError
-from evalcore.review.text import code_span, literal_markdown, plural
-from evalcore.simulate_views import (
+from evalcore.solver.dataset import task_name
+from evalcore.store.jobs import Jobs
+from evalcore.views.simulate import (
     SamplesView,
     TaskView,
     configured,
@@ -23,8 +24,7 @@ from evalcore.simulate_views import (
     solve_progress,
     task_files,
 )
-from evalcore.solver.dataset import task_name
-from evalcore.store.jobs import Jobs
+from evalcore.views.text import code_span, literal_markdown, plural
 from pages import _shared
 
 _shared.frame_first()

@@ -22,9 +22,10 @@ import streamlit.testing.v1.app_test as app_test_module
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from evalcore.importing import import_file
 from evalcore.samples import ensure_samples
 from evalcore.scoring import score_dataset
-from evalcore.store import Store, import_file
+from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"

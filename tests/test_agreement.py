@@ -27,8 +27,10 @@ from evalcore.agreement import (
     spearman,
 )
 from evalcore.errors import NotFoundError, UsageError
+from evalcore.importing import import_file
 from evalcore.metrics import MetricResult, create_metric
-from evalcore.store import Store, import_file
+from evalcore.scoring import save_results
+from evalcore.store import Store
 from evalcore.store.runs import Runs
 from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict
 
@@ -277,7 +279,7 @@ def _write(store: Store, run_id: int, key: str, values: dict[int, float | str]) 
             assert not isinstance(value, str)
             result = MetricResult(key, value=value, reason="because")
         scored.append((pk, key, result))
-    Runs(store).write(run_id, scored)
+    save_results(store, run_id, scored)
 
 
 def _by(agreements: list[Agreement]) -> dict[tuple[str, str], Agreement]:

@@ -23,8 +23,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     texts,
 )
 
-from evalcore.overview import sample_files
-from evalcore.samples import sample_dataset_name
+from evalcore.samples import sample_dataset_name, sample_files
 from evalcore.store import Store
 from pages import _shared
 

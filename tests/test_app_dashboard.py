@@ -24,7 +24,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
 from streamlit.testing.v1 import AppTest
 
 from evalcore.metrics.base import MetricResult
-from evalcore.scoring import score_dataset
+from evalcore.scoring import save_results, score_dataset
 from evalcore.store import Store
 from evalcore.store.bulk import bulk_set_status
 from evalcore.store.runs import Runs
@@ -94,7 +94,8 @@ def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
     run_id = Runs(store).create("shop", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}}).id
     judged = [1.0, 1.0, 0.0, 0.0]
     human = [1.0, 0.0, 0.0, 0.0]
-    Runs(store).write(
+    save_results(
+        store,
         run_id,
         [(pk, "aspect_critique", MetricResult("aspect_critique", value=v)) for pk, v in zip(pks, judged, strict=True)],
     )

@@ -22,11 +22,10 @@ from apptest_util import (  # noqa: F401 (fixtures)
 from streamlit.testing.v1 import AppTest
 
 from evalcore.background import wait_for
-from evalcore.overview import sample_files
-from evalcore.review.text import literal_markdown
-from evalcore.samples import sample_dataset_name
+from evalcore.samples import sample_dataset_name, sample_files
 from evalcore.store import Store
 from evalcore.store.jobs import Jobs
+from evalcore.views.text import literal_markdown
 
 
 def _table(at: AppTest) -> dict[str, dict[str, object]]:

@@ -31,11 +31,12 @@ from apptest_util import (  # noqa: F401 (fixtures)
 )
 from streamlit.testing.v1 import AppTest
 
-from evalcore.export_views import ExportDownload
-from evalcore.store import Store, import_file
-from evalcore.store.exports import export_dataset, manifest_path
+from evalcore.exporting import export_dataset, manifest_path
+from evalcore.importing import import_file
+from evalcore.store import Store
 from evalcore.store.queries import SessionFilter
 from evalcore.store.runs import Runs
+from evalcore.views.export import ExportDownload
 
 PAGE = "pages/export.py"
 

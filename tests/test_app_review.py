@@ -29,11 +29,12 @@ from apptest_util import (  # noqa: F401 (fixtures)
 )
 from streamlit.testing.v1 import AppTest
 
-from evalcore.review.text import literal_markdown
+from evalcore.importing import import_file
 from evalcore.samples import SAMPLE_METRICS
-from evalcore.store import Store, import_file
+from evalcore.store import Store
 from evalcore.store.runs import Runs
 from evalcore.store.verdicts import verdicts
+from evalcore.views.text import literal_markdown
 
 
 def _review(session: str = "r-tools", reviewer: str | None = "ann", dataset: str = "review", **query: str) -> AppTest:

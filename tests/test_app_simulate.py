@@ -98,8 +98,8 @@ def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store
 
 def test_a_slow_run_is_still_followed_not_given_up() -> None:
     """A job with no sample finished for minutes (a slow model) looks stalled, and the page keeps following it."""
-    from evalcore.simulate_views import solve_progress
     from evalcore.store.jobs import Job
+    from evalcore.views.simulate import solve_progress
 
     old = "2020-01-01T00:00:00+00:00"
     job = Job(7, "solve", "d", "solve t with m", None, "running", 2, 6, "samples", None, None, old, old, None)

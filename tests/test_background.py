@@ -15,8 +15,7 @@ import pytest
 
 from evalcore.background import start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError
-from evalcore.overview import sample_files
-from evalcore.samples import SAMPLE_METRICS, ensure_samples, load_samples, sample_dataset_name
+from evalcore.samples import SAMPLE_METRICS, ensure_samples, load_samples, sample_dataset_name, sample_files
 from evalcore.store import Store
 from evalcore.store.datasets import delete_dataset, overviews
 from evalcore.store.jobs import STALLED_AFTER, Jobs

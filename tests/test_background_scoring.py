@@ -16,10 +16,10 @@ from openai_server import FakeOpenAI
 from evalcore.background import cancel, cancel_requested, job_run, resume_run, start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.judge import JudgeConfig
-from evalcore.metric_views import progress_view
 from evalcore.store import Store
 from evalcore.store.jobs import Jobs
 from evalcore.store.runs import Runs
+from evalcore.views.metrics import progress_view
 
 SECRET = "sk-background-secret-77"
 

@@ -15,9 +15,9 @@ from formats_util import load_output, write_jsonl
 from evalcore import convert_file, read_path
 from evalcore.formats import formats
 from evalcore.formats._blocks import image_url_of, media_of
-from evalcore.review.transcript import IMAGE_BYTES, attachments, transcript
 from evalcore.schema import Message, Session
 from evalcore.schema.session import TRUTH_FIELDS
+from evalcore.views.review.transcript import IMAGE_BYTES, attachments, transcript
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"  # 1x1 pixel
 DATA_URL = f"data:image/png;base64,{PNG}"

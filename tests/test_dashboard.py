@@ -1,4 +1,4 @@
-"""What the Dashboard charts, computed by evalcore.dashboard on a real SQLite store, checked against
+"""What the Dashboard charts, computed by evalcore.views.dashboard on a real SQLite store, checked against
 values worked out by hand (and, for intervals, against the plain bootstrap of evalcore.metrics.aggregate)."""
 
 from __future__ import annotations
@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from apptest_util import shop_sessions, write_jsonl
 
-from evalcore.dashboard import (
+from evalcore.errors import NotFoundError, UsageError
+from evalcore.importing import import_file
+from evalcore.metrics.aggregate import summarize, summarize_counts
+from evalcore.metrics.base import MetricResult
+from evalcore.scoring import save_results
+from evalcore.store import Store
+from evalcore.store.bulk import bulk_set_status
+from evalcore.store.runs import Runs
+from evalcore.views.dashboard import (
     by_assistant,
     compare_runs,
     distribution,
@@ -19,12 +27,6 @@ from evalcore.dashboard import (
     review_progress,
     scored_runs,
 )
-from evalcore.errors import NotFoundError, UsageError
-from evalcore.metrics.aggregate import summarize, summarize_counts
-from evalcore.metrics.base import MetricResult
-from evalcore.store import Store, import_file
-from evalcore.store.bulk import bulk_set_status
-from evalcore.store.runs import Runs
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ def _run(store: Store, values: dict[int, dict[str, float | str | None]]) -> int:
                 assert not isinstance(value, str)
                 result = MetricResult(metric, value=value)
             results.append((pks[i], metric, result))
-    Runs(store).write(run.id, results)
+    save_results(store, run.id, results)
     Runs(store).finish(run.id)
     return run.id
 

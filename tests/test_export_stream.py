@@ -21,19 +21,20 @@ import pytest
 from apptest_util import XSS, shop_sessions, write_jsonl
 
 from evalcore.errors import NotFoundError, UsageError
-from evalcore.export_views import (
+from evalcore.exporting import ExportStream, export_dataset, manifest_path, scores_csv, scores_jsonl
+from evalcore.importing import import_file
+from evalcore.scoring import score_dataset, write_scores_jsonl
+from evalcore.store import Store
+from evalcore.store.queries import SessionFilter
+from evalcore.store.runs import Runs
+from evalcore.views.export import (
     ExportDownload,
     ScoresDownload,
     cli_command,
     download_name,
     export_preview,
 )
-from evalcore.scoring import score_dataset, write_scores_jsonl
-from evalcore.sessions_table import page_filter
-from evalcore.store import Store, import_file
-from evalcore.store.exports import ExportStream, export_dataset, manifest_path, scores_csv, scores_jsonl
-from evalcore.store.queries import SessionFilter
-from evalcore.store.runs import Runs
+from evalcore.views.sessions import page_filter
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 ODD = "line\u2028separator \u0085 next-line, emoji \U0001f600, accents éü, NUL-free\ttab"
@@ -262,6 +263,7 @@ def test_scores_csv_has_the_same_rows(store: Store) -> None:
 
 def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) -> None:
     from evalcore.metrics import MetricResult
+    from evalcore.scoring import save_results
 
     hostile = ['=HYPERLINK("http://evil.example","click")', "+1+2", "-2+3", "@SUM(A1)", "\tlead", "plain = fine"]
     with Store(tmp_path / "f.db") as store:
@@ -269,7 +271,8 @@ def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) 
         runs = Runs(store)
         run = runs.create("shop", ["judge"], {})
         pks = [pk for pk, _ in runs.sessions(list(range(1, len(hostile) + 1)))]
-        runs.write(
+        save_results(
+            store,
             run.id,
             [(pk, "judge", MetricResult("judge", None, 0.5, reason)) for pk, reason in zip(pks, hostile, strict=True)],
         )

@@ -17,22 +17,14 @@ from formats_util import load_output
 
 from evalcore import convert_file, validate_file
 from evalcore.errors import RecordError, StoreError, UsageError
+from evalcore.exporting import export_dataset
 from evalcore.formats import get_format, read, writer_for
 from evalcore.formats.jsonio import iter_records
-from evalcore.reading import (
-    ROW_COLUMNS,
-    BatchEvent,
-    CountsEvent,
-    FailedEvent,
-    ProblemEvent,
-    Row,
-    events,
-    stream_events,
-)
+from evalcore.importing import import_file, import_stream
+from evalcore.reading import BatchEvent, CountsEvent, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import MAX_DEPTH, Session, validate_session
-from evalcore.store import Store, import_file
-from evalcore.store.exports import export_dataset
-from evalcore.store.imports import import_stream
+from evalcore.store import Store
+from evalcore.store.rows import ROW_COLUMNS, Row
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
 

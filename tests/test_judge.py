@@ -30,11 +30,12 @@ from pydantic import BaseModel
 
 import evalcore.model.client as judge_client
 from evalcore.errors import UsageError
-from evalcore.judge import Judge, JudgeCache, JudgeConfig, JudgeError, MemoryCache, Verdict
+from evalcore.importing import import_file
+from evalcore.judge import Judge, JudgeCache, JudgeConfig, JudgeError, MemoryCache, StoreJudgeCache, Verdict
 from evalcore.metrics import Metric, create_metric
-from evalcore.scoring import RunReport, score_dataset
-from evalcore.store import Store, import_file
-from evalcore.store.runs import Runs, ScoreRow, StoreJudgeCache
+from evalcore.scoring import RunReport, save_results, score_dataset
+from evalcore.store import Store
+from evalcore.store.runs import Runs, ScoreRow
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
@@ -740,7 +741,7 @@ def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeC
                 chosen = metrics if stored.pk != pks[3] else metrics[:1]
                 for metric in chosen:
                     results = await metric.evaluate_async(stored.session, judge)
-                    runs.write(run.id, [(stored.pk, metric.key(), r) for r in results])
+                    save_results(store, run.id, [(stored.pk, metric.key(), r) for r in results])
 
     asyncio.run(partial())
     assert runs.done_sessions(run.id, run.metrics) == set(pks[:3])

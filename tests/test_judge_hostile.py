@@ -28,11 +28,12 @@ import pytest
 from openai_server import HOSTILE, HostileOpenAI
 from pydantic import BaseModel
 
+from evalcore.importing import import_file
 from evalcore.judge import Judge, JudgeConfig, JudgeError
 from evalcore.metrics.base import MAX_REASON_CHARS
 from evalcore.model.redact import REDACTED, public_url
 from evalcore.scoring import RunReport, score_dataset
-from evalcore.store import Store, import_file
+from evalcore.store import Store
 from evalcore.store.runs import Runs, ScoreRow
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 
-from evalcore import metric_views
 from evalcore.errors import UsageError
+from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
-from evalcore.metric_views import (
+from evalcore.metrics import create_metric, metrics
+from evalcore.scoring import score_dataset
+from evalcore.store import Store
+from evalcore.views import metrics as metric_views
+from evalcore.views.metrics import (
     applicability,
     estimate,
     estimate_rows,
@@ -28,9 +32,6 @@ from evalcore.metric_views import (
     picker_rows,
     resumable_runs,
 )
-from evalcore.metrics import create_metric, metrics
-from evalcore.scoring import score_dataset
-from evalcore.store import Store, import_file
 
 
 def session(i: int) -> dict[str, Any]:

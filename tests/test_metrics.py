@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from evalcore.errors import UnknownNameError, UsageError
+from evalcore.importing import import_file
 from evalcore.metrics import create_metric, metric_names
 from evalcore.metrics.aggregate import summarize
 from evalcore.schema import Message, Session, ToolCall, TurnTruth
 from evalcore.scoring import score_dataset
-from evalcore.store import Store, import_file
+from evalcore.store import Store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 RAGAS_METRICS = ("tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call_f1")

@@ -1,4 +1,4 @@
-"""Output paths (``evalcore.outputs``): whole or nothing, written through links and streams, never over a
+"""Output paths (``evalcore._infra.outputs``): whole or nothing, written through links and streams, never over a
 special file; the export manifest only ever beside the data it describes; no partial file left behind.
 
 Real files, FIFOs, device nodes and processes: the command line runs as a child process, killed with
@@ -29,12 +29,13 @@ from typing import Any
 import pytest
 from formats_util import load_output, write_jsonl
 
+from evalcore._infra.outputs import PendingOutput, atomic_output, output_target, publish
 from evalcore.errors import UsageError
+from evalcore.exporting import check_export, export_dataset, manifest_path
 from evalcore.formats import writer_for
-from evalcore.outputs import PendingOutput, atomic_output, output_target, publish
+from evalcore.importing import import_file
 from evalcore.schema import Session
-from evalcore.store import Store, import_file
-from evalcore.store.exports import check_export, export_dataset, manifest_path
+from evalcore.store import Store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 IS_ROOT = os.geteuid() == 0

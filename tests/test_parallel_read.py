@@ -187,7 +187,8 @@ def test_a_big_import_reads_on_worker_processes_and_stores_the_same(tmp_path: Pa
     least size of the reader process' blocks), stores and reports exactly what one process does."""
     import sqlite3
 
-    from evalcore.store import Store, import_file
+    from evalcore.importing import import_file
+    from evalcore.store import Store
 
     source = tmp_path / "big.ragas.jsonl"
     source.write_bytes(_hostile(_ragas_rows(ragas_reference, 3000)))

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.review import WORD_JOINER, DiffPart, diff_markdown, word_diff
+from evalcore.views.review import WORD_JOINER, DiffPart, diff_markdown, word_diff
 
 
 def _parts(answer: str, reference: str) -> list[tuple[str, str]]:

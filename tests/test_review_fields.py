@@ -11,7 +11,10 @@ import pandas as pd
 import pytest
 from formats_util import write_jsonl
 
-from evalcore.review import (
+from evalcore.importing import import_file
+from evalcore.schema import Session, TurnTruth
+from evalcore.store import SESSION_FIELDS, TURN_FIELDS, Store
+from evalcore.views.review import (
     RUBRIC_SCALE_NAMES,
     SESSION_EDITORS,
     TURN_EDITORS,
@@ -24,8 +27,6 @@ from evalcore.review import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.schema import Session, TurnTruth
-from evalcore.store import SESSION_FIELDS, TURN_FIELDS, Store, import_file
 
 CONVERSATION = [
     {"role": "user", "content": "Is order 7 shipped?"},

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from evalcore.review import WORD_JOINER, code_span, escape_inline, literal_markdown
+from evalcore.views.review import WORD_JOINER, code_span, escape_inline, literal_markdown
 
 WJ = WORD_JOINER
 

@@ -7,8 +7,8 @@ import statistics
 import time
 from typing import Any
 
-from evalcore.review import LONG_CHARS, LONG_LINES, CallView, MessageView, is_long, transcript, turn_count
 from evalcore.schema import Session
+from evalcore.views.review import LONG_CHARS, LONG_LINES, CallView, MessageView, is_long, transcript, turn_count
 
 
 def _session(messages: list[dict[str, Any]], **fields: Any) -> Session:
@@ -282,7 +282,7 @@ def test_a_300_message_session_builds_in_milliseconds() -> None:
 
 
 def test_the_runs_recorded_error_is_one_line() -> None:
-    from evalcore.review.transcript import run_error
+    from evalcore.views.review.transcript import run_error
 
     message = [{"role": "user", "content": "hi"}]
     assert run_error(Session(messages=message)) is None

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.review import explain_weights, format_number
 from evalcore.schema import resolve_weights
+from evalcore.views.review import explain_weights, format_number
 
 CASES = [
     ([None, None, None, None], "none_set", "No weights set: each of the 4 turns weighs 1/4 (0.25)."),

@@ -8,7 +8,7 @@ import pytest
 
 from evalcore import convert_file, validate_file
 from evalcore.formats import formats
-from evalcore.overview import sample_files
+from evalcore.samples import sample_files
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_data"
 FILES = sample_files(SAMPLES)

@@ -21,12 +21,13 @@ from apptest_util import SAMPLE_DATA
 from openai_server import FakeOpenAI
 
 from evalcore.errors import NotFoundError, UnknownNameError, UsageError, WorkerError
+from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.calls import CallLike, SessionCalls
-from evalcore.runspec import RUN_STATUSES, MetricSpec
-from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset
-from evalcore.store import Store, import_file
+from evalcore.runspec import RUN_STATUSES, MetricSpec, run_specs
+from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset, session_calls
+from evalcore.store import Store
 from evalcore.store.queries import SessionFilter
 from evalcore.store.runs import Run, Runs
 
@@ -67,9 +68,9 @@ def test_a_run_reads_back_its_specs_filters_and_status_typed(store: Store) -> No
     chosen = SessionFilter(status=["todo"], search="flight*")
     report = score_dataset(store, DATASET, specs, filters=chosen)
     again = Runs(store).get(report.run.id)  # read back from the table, not the object the run returned
-    assert again.specs == [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}),
+    assert run_specs(again) == [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}),
                            MetricSpec("turn_count")]  # fmt: skip
-    assert [s.key for s in again.specs] == again.metrics
+    assert [s.key for s in run_specs(again)] == again.metrics
     assert again.filters == chosen and again.status == "done" and again.status in RUN_STATUSES
     assert "__filters__" not in again.params
     matched = report.sessions
@@ -94,7 +95,7 @@ def test_a_run_stored_with_filters_among_its_params_still_reads_and_resumes(stor
         old_id = int(cursor.lastrowid or 0)
     old = Runs(store).get(old_id)
     assert old.filters == chosen and old.params == {"tool_call_f1": {"name": "tool_call_f1"}}
-    assert old.specs == [MetricSpec("tool_call_f1")] and old.status == "running"
+    assert run_specs(old) == [MetricSpec("tool_call_f1")] and old.status == "running"
     report = score_dataset(store, DATASET, ["tool_call_f1"], filters=chosen)
     assert report.resumed and report.run.id == old_id and report.run.status == "done"
     assert report.run.items_done == report.sessions > 0
@@ -259,7 +260,7 @@ def test_the_scorer_reads_sessions_exactly_as_the_store_gives_them(tmp_path: Pat
 
 
 def test_metrics_that_read_calls_score_the_stored_json_as_they_score_the_session(tmp_path: Path) -> None:
-    """``Runs.session_calls`` (the calls read from the stored JSON, no models built) against the sessions the
+    """``session_calls`` (the calls read from the stored JSON, no models built) against the sessions the
     store gives, over every sample file and odd JSON (NaN and infinity, a big integer, calls without
     arguments or outside assistant messages, no reference calls and an empty list of them), with a reviewer's
     edit of the reference calls: the same calls, and every calls-reading metric's results the same."""
@@ -308,7 +309,7 @@ def test_metrics_that_read_calls_score_the_stored_json_as_they_score_the_session
         edited = next(s for s in store.get_many(pks) if s.session.reference_tool_calls)
         store.save(edited.pk, {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
                    base_version=edited.version, author="ann")  # fmt: skip
-        lean = Runs(store).session_calls(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
+        lean = session_calls(Runs(store), list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
         full = store.get_many(list(reversed(pks)))
     assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
 

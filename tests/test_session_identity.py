@@ -15,7 +15,8 @@ from formats_util import write_jsonl
 from sqlite_utils import Database
 
 from evalcore import validate_file
-from evalcore.store import Store, import_file
+from evalcore.importing import import_file
+from evalcore.store import Store
 from evalcore.store.migrations import migration_set
 from evalcore.store.queries import browse
 
@@ -152,8 +153,8 @@ def test_migration_0005_gives_stored_keys_their_assistant(tmp_path: Path) -> Non
 
 def test_sessions_made_here_are_stored_as_an_import_would(tmp_path: Path) -> None:
     """``store_sessions`` (the solver's way in): validated, by identity, unchanged ones left alone."""
+    from evalcore.importing import store_sessions
     from evalcore.schema import Session
-    from evalcore.store import store_sessions
 
     def session(sid: str, model: str, answer: str) -> Session:
         record = _native(sid, model, answer)

@@ -12,9 +12,9 @@ from typing import Any
 
 from solver_server import JUDGE, Reply, ScriptedOpenAI, clarify
 
-from evalcore.review.transcript import run_error
 from evalcore.store import Store
 from evalcore.store.queries import browse
+from evalcore.views.review.transcript import run_error
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "sample_data" / "tasks"
@@ -118,8 +118,8 @@ def test_bad_input_is_reported_with_the_right_exit_code(tmp_path: Path) -> None:
 
 def test_two_models_runs_of_a_task_scored_and_compared_by_assistant(tmp_path: Path) -> None:
     """What the Dashboard's "by assistant" chart shows once both runs are scored: one group per model."""
-    from evalcore.dashboard import by_assistant
     from evalcore.scoring import score_dataset
+    from evalcore.views.dashboard import by_assistant
 
     def worse(model: str, messages: list[dict[str, Any]]) -> str:  # a model that gets Austria wrong
         answer = clarify(model, messages)

@@ -21,7 +21,7 @@ from solver_server import JUDGE, MODEL, Reply, Script, ScriptedOpenAI, clarify, 
 from evalcore.errors import EvalcoreError, RegistryError, UnknownNameError, UsageError
 from evalcore.formats import detect_format, read
 from evalcore.model import ModelClient, ModelConfig
-from evalcore.overview import sample_files
+from evalcore.samples import sample_files
 from evalcore.solver import (
     SampleResult,
     SamplesError,

@@ -10,9 +10,10 @@ import pytest
 from formats_util import load_output, write_jsonl
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
+from evalcore.exporting import export_dataset, manifest_path
+from evalcore.importing import import_file
 from evalcore.schema import validate_session
-from evalcore.store import SCHEMA_VERSION, Store, import_file
-from evalcore.store.exports import export_dataset, manifest_path
+from evalcore.store import SCHEMA_VERSION, Store
 from evalcore.store.queries import SessionFilter, browse, fts_query
 
 ROW = {
@@ -341,8 +342,8 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
     from apptest_util import SAMPLE_DATA
 
     from evalcore.formats import read_path
-    from evalcore.reading import row_for
     from evalcore.schema import Message, Session
+    from evalcore.store.rows import row_for
 
     sessions: list[Session] = []
     for path in sorted(SAMPLE_DATA.iterdir()):

@@ -25,8 +25,9 @@ import pytest
 from formats_util import write_jsonl
 
 from evalcore.errors import DatabaseFaultError, NotFoundError, StoreError, UsageError
-from evalcore.store import Store, import_file
-from evalcore.store.exports import export_dataset
+from evalcore.exporting import export_dataset
+from evalcore.importing import import_file
+from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, browse, count, neighbours
 from evalcore.store.runs import Runs
 

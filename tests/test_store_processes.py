@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import ConflictError
-from evalcore.store import SCHEMA_VERSION, Store, import_file
+from evalcore.importing import import_file
+from evalcore.store import SCHEMA_VERSION, Store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 SPAWN = multiprocessing.get_context("spawn")

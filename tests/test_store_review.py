@@ -18,15 +18,16 @@ from formats_util import sessions_of, write_jsonl
 from sqlite_utils import Database
 
 from evalcore.errors import ConflictError, NotFoundError, UsageError
-from evalcore.reading import row_for
+from evalcore.importing import import_file, import_stream
 from evalcore.schema import STATUSES
 from evalcore.scoring import score_dataset
-from evalcore.store import SCHEMA_VERSION, Store, import_file, import_stream
+from evalcore.store import SCHEMA_VERSION, Store
 from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
 from evalcore.store.datasets import delete_dataset, overviews, rename_dataset
 from evalcore.store.jobs import Jobs
 from evalcore.store.migrations import migration_set
 from evalcore.store.queries import SessionFilter, browse, count, facets, neighbours
+from evalcore.store.rows import row_for
 from evalcore.store.runs import Runs
 from evalcore.store.verdicts import LABEL, human_verdicts, rubric_verdict, set_verdict, verdicts
 

@@ -311,9 +311,9 @@ def writer_for(path: str | os.PathLike[str], fmt: str | Format) -> Iterator[Sess
     A file appears whole or not at all: it is written to a partial file beside ``path`` (through a
     symbolic link, beside the file it names) and moved into place; a failure, Ctrl-C or SIGTERM
     removes the partial file. A FIFO or a character device (``/dev/stdout``) is written straight
-    into; a folder or a block device is refused. See :mod:`evalcore.outputs`.
+    into; a folder or a block device is refused. See :mod:`evalcore._infra.outputs`.
     """
-    from evalcore.outputs import PendingOutput, publish
+    from evalcore._infra.outputs import PendingOutput, publish
 
     out = PendingOutput(path)
     try:

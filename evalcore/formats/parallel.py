@@ -20,11 +20,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any, Generic, TypeVar
 
+from evalcore._infra.workers import can_fork, fork_pool, worker_failures
 from evalcore.errors import FormatDetectionError
 from evalcore.formats.base import Format, get_format
 from evalcore.formats.files import ReadResult, detect_format, read, read_lines, read_on, reads_by_line
 from evalcore.formats.jsonio import line_records
-from evalcore.workers import can_fork, fork_pool, worker_failures
 
 __all__ = ["BLOCK_CHARS", "PARALLEL_MIN_BYTES", "MappedRead", "map_read"]
 

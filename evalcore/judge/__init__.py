@@ -2,10 +2,11 @@
 
 from typing import TYPE_CHECKING
 
+from evalcore._infra.lazy import lazy_names
 from evalcore.judge.config import DEFAULT_PRICES, JudgeConfig, load_prices
-from evalcore.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from evalcore.judge.cache import StoreJudgeCache
     from evalcore.judge.client import CachedCall, Judge, JudgeCache, JudgeError, MemoryCache, Verdict
 
 # The client (asyncio, ssl, the model client) on first use: configuring a judge, or scoring without one,
@@ -13,9 +14,12 @@ if TYPE_CHECKING:
 __getattr__ = lazy_names(
     __name__,
     globals(),
-    dict.fromkeys(
-        ["CachedCall", "Judge", "JudgeCache", "JudgeError", "MemoryCache", "Verdict"], "evalcore.judge.client"
-    ),
+    {
+        **dict.fromkeys(
+            ["CachedCall", "Judge", "JudgeCache", "JudgeError", "MemoryCache", "Verdict"], "evalcore.judge.client"
+        ),
+        "StoreJudgeCache": "evalcore.judge.cache",
+    },
 )
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "JudgeConfig",
     "JudgeError",
     "MemoryCache",
+    "StoreJudgeCache",
     "Verdict",
     "load_prices",
 ]

@@ -3,7 +3,7 @@ for the judge and the solver."""
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_names
+from evalcore._infra.lazy import lazy_names
 from evalcore.model.config import DEFAULT_PRICES, ModelConfig, load_prices
 
 if TYPE_CHECKING:

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from evalcore.importing import store_sessions
 from evalcore.model import ModelClient, ModelConfig
 from evalcore.schema import Provenance, Session
 from evalcore.solver.run import SampleResult, sample_key, solve
 from evalcore.solver.task import Task
-from evalcore.store import Store, store_sessions
+from evalcore.store import Store
 from evalcore.store.queries import SessionFilter, metadata_of
 
 __all__ = ["SolveReport", "sample_session_id", "solve_into"]

@@ -1,20 +1,30 @@
-"""The SQLite store: the system of record for datasets, sessions, ground truth, history, runs and scores."""
+"""The store: the system of record for datasets, sessions, ground truth, history, runs and scores.
+
+Everything that speaks SQL lives in this package, and it imports nothing above it (no formats, metrics,
+judge or model): what it needs from them is passed in. Its names are imported on first use, so that the
+reader process of a big import (which needs only ``evalcore.store.rows``) starts without database code.
+"""
 
 from typing import TYPE_CHECKING
 
-from evalcore.lazy import lazy_names
-from evalcore.store.migrations import SCHEMA_VERSION
-from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, SessionSummary, StoredSession
-from evalcore.store.store import Store, default_db_path
+from evalcore._infra.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from evalcore.store.imports import ImportReport, import_file, import_stream, store_sessions
+    from evalcore.store.migrations import SCHEMA_VERSION
+    from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, SessionSummary, StoredSession
+    from evalcore.store.store import Store, default_db_path
 
-# Importing files (and with it every format) on first use: scoring or reviewing never pays for it.
 __getattr__ = lazy_names(
     __name__,
     globals(),
-    dict.fromkeys(["ImportReport", "import_file", "import_stream", "store_sessions"], "evalcore.store.imports"),
+    {
+        "SCHEMA_VERSION": "evalcore.store.migrations",
+        **dict.fromkeys(
+            ["SESSION_FIELDS", "TURN_FIELDS", "Dataset", "Edit", "SessionSummary", "StoredSession"],
+            "evalcore.store.records",
+        ),
+        **dict.fromkeys(["Store", "default_db_path"], "evalcore.store.store"),
+    },
 )
 
 
@@ -24,12 +34,8 @@ __all__ = [
     "TURN_FIELDS",
     "Dataset",
     "Edit",
-    "ImportReport",
     "SessionSummary",
     "Store",
     "StoredSession",
     "default_db_path",
-    "import_file",
-    "import_stream",
-    "store_sessions",
 ]

@@ -4,25 +4,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
+from evalcore.errors import UsageError
 from evalcore.identity import link_of, ref_of
 from evalcore.schema import TRUTH_FIELDS, Session
 
 __all__ = [
+    "RUN_STATUSES",
     "SESSION_FIELDS",
     "TURN_FIELDS",
     "Dataset",
     "Edit",
+    "RunStatus",
     "SessionSummary",
     "StoredSession",
     "now",
+    "run_status",
 ]
 
 #: Session-level fields reviewers edit (besides ``status`` and ``tags``).
 SESSION_FIELDS = TRUTH_FIELDS
 #: Per-turn fields reviewers edit.
 TURN_FIELDS = ("qa_id", "ground_truth", "observation", "weight", "expected_tool_usage")
+
+
+#: What a run is doing: scoring, finished, stopped on request (resumable), or stopped by an error (resumable).
+RunStatus = Literal["running", "done", "cancelled", "failed"]
+RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
+
+
+def run_status(value: str) -> RunStatus:
+    """``value`` as a run status; an unknown one is an error naming the known ones."""
+    for status in RUN_STATUSES:
+        if value == status:
+            return status
+    raise UsageError(f"unknown run status {value!r}; use one of {', '.join(RUN_STATUSES)}")
 
 
 def now() -> str:

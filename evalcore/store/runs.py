@@ -7,26 +7,19 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import orjson
 
+from evalcore._infra.gcpause import paused_gc
 from evalcore.errors import NotFoundError
-from evalcore.formats.jsonio import loads
-from evalcore.gcpause import paused_gc
-from evalcore.metrics.base import MetricResult
-from evalcore.metrics.calls import SessionCalls
-from evalcore.model.redact import public_url
-from evalcore.runspec import MetricSpec, RunStatus, run_status
 from evalcore.schema import Session, Status
+from evalcore.store.jsontext import loads
 from evalcore.store.queries import SessionFilter
-from evalcore.store.records import StoredSession, now
+from evalcore.store.records import RunStatus, StoredSession, now, run_status
 from evalcore.store.store import Store
 
-if TYPE_CHECKING:
-    from evalcore.judge.client import CachedCall
-
-__all__ = ["RESUMABLE", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore", "StoreJudgeCache"]
+__all__ = ["RESUMABLE", "CacheEntry", "JudgeCacheTable", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore"]
 
 #: Where runs written before the filters had a column of their own kept them: a key of ``params``.
 _OLD_FILTERS_KEY = "__filters__"
@@ -35,6 +28,7 @@ RESUMABLE = ("running", "cancelled", "failed")
 _FILTER_FIELDS = {f.name for f in fields(SessionFilter)}
 T = TypeVar("T")
 _SHORT = 9  # the length of a score row without sub-scores, warnings or judge usage
+_READABLE = ("data", "data, status, tags")  # what ``Runs.read_unedited`` reads of a session
 
 
 def filters_of(data: dict[str, Any] | None) -> SessionFilter:
@@ -88,18 +82,6 @@ class Run(_Counts):
     def label(self) -> str:
         """The run as a choice in a list: ``#3 · 2026-11-23 12:04 · turn_count, tool_call_count · done``."""
         return f"#{self.id} · {self.started_at[:16].replace('T', ' ')} · {', '.join(self.metrics)} · {self.status}"
-
-    @property
-    def specs(self) -> list[MetricSpec]:
-        """The run's metrics with their parameters, in the order of ``metrics``."""
-        specs = []
-        for key in self.metrics:
-            entry = self.params.get(key)
-            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-                specs.append(MetricSpec(entry["name"], {k: v for k, v in entry.items() if k != "name"}))
-            else:  # a run stored without its parameters: the key is the metric's spec
-                specs.append(MetricSpec.of(key))
-        return specs
 
     @property
     def filters(self) -> SessionFilter:
@@ -186,10 +168,11 @@ class Runs:
         n_items: int = 0,
         filters: SessionFilter | None = None,
     ) -> Run:
-        """Start a run of ``metrics`` (their keys) on ``dataset`` (the sessions ``filters`` match)."""
+        """Start a run of ``metrics`` (their keys) on ``dataset`` (the sessions ``filters`` match).
+
+        ``params``: each key's ``{"name": ..., **parameters}``. ``judge_base_url`` is stored as given: the caller
+        strips its credentials first (``JudgeConfig.public_url``)."""
         dataset_id = self.store.dataset_id(dataset)
-        if judge_base_url is not None:  # a URL's credentials (user:pass@, ?api-key=) are never stored
-            judge_base_url = public_url(judge_base_url)
         params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
         chosen = filters.as_dict() if filters is not None else {}
         stamp = now()
@@ -272,29 +255,22 @@ class Runs:
 
         Reads only what scoring needs; a session with edits is read through ``Store.get_many``.
         """
-        return self._unedited_first(pks, "data, status, tags", _session_of, lambda stored: stored.session)
+        return self.read_unedited(pks, _session_of, lambda stored: stored.session, columns="data, status, tags")
 
-    def session_calls(self, pks: list[int]) -> list[tuple[int, SessionCalls]]:
-        """The tool calls of the sessions under ``pks`` (``(pk, calls)`` in that order, missing ones left out),
-        as ``SessionCalls.of`` gives them for ``sessions``' sessions, read without building the sessions' models:
-        what a run whose every metric ``reads_calls`` scores. A session with edits is read through
-        ``Store.get_many``."""
-        return self._unedited_first(
-            pks,
-            "data",
-            lambda data: SessionCalls.from_json(loads(data)),
-            lambda stored: SessionCalls.of(stored.session),
-        )  # (loads: exact for NaN and big integers)
-
-    def _unedited_first(
+    def read_unedited(
         self,
         pks: list[int],
-        columns: str,
         of_row: Callable[..., T],
         of_stored: Callable[[StoredSession], T],
+        *,
+        columns: str = "data",
     ) -> list[tuple[int, T]]:
-        """``(pk, what)`` for each session of ``pks`` found, in that order: ``of_row(*columns)`` of a session no
-        reviewer edited (read 500 at a time), ``of_stored`` of the one ``Store.get_many`` gives for the others."""
+        """``(pk, what)`` for each session of ``pks`` found, in that order: ``of_row(*values)`` of a session no
+        reviewer edited, from its stored ``columns`` (``"data"``: its JSON; ``"data, status, tags"``), read 500
+        at a time; ``of_stored`` of the one ``Store.get_many`` gives for the others. A scorer's fast path: what it
+        needs from the stored JSON, without building models it does not need."""
+        if columns not in _READABLE:
+            raise ValueError(f"read_unedited reads {' or '.join(_READABLE)}, not {columns!r}")
         found: dict[int, T] = {}
         edited: list[int] = []
         with paused_gc():  # millions of new objects, no cycles: the collector's passes would double the time
@@ -322,18 +298,11 @@ class Runs:
         )
         return {r[0] for r in rows}
 
-    def write(self, run_id: int, scored: list[tuple[int, str, MetricResult]]) -> None:
-        """Store results: ``(session_pk, metric key, result)``; a result stored again replaces the old one.
-
-        The run's live counts are left alone (``write_rows`` with counts keeps them)."""
-        stamp = now()
-        self.write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
-
     def write_rows(
         self, rows: Sequence[tuple[Any, ...]], counts: tuple[int, int, int] | None = None, *, check: bool = False
     ) -> None:
-        """Store prepared score rows (``score_row``) in one transaction; with ``counts`` (ok, failed, not
-        applicable session-level items they add), add those to the run's live counts in the same one.
+        """Store prepared score rows (``evalcore.scoring.score_row``) in one transaction; with ``counts`` (ok,
+        failed, not applicable session-level items they add), add those to the run's live counts in the same one.
 
         ``check``: first check, in that transaction, that the rows' run and sessions still exist — for a
         connection that does not enforce foreign keys (a scoring worker's): one lookup a session, where
@@ -473,30 +442,6 @@ class Runs:
         return sorted({metric for (metrics,) in rows for metric in json.loads(metrics)})
 
 
-def score_row(run_id: int, pk: int, key: str, r: MetricResult, stamp: str) -> tuple[Any, ...]:
-    """A result as a row of the ``scores`` table (``Runs.write_rows``)."""
-    u = r.usage
-    if u is None and not r.sub and not r.warnings:  # the common case of deterministic metrics: a short row
-        return (run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
-                r.error, stamp)  # fmt: skip
-    return (
-        run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
-        r.error, _json_text(r.sub) if r.sub else None, _json_text(r.warnings) if r.warnings else None,
-        u.calls if u else None, u.cached if u else None, u.input_tokens if u else None,
-        u.output_tokens if u else None, u.cost if u else None, u.latency_ms if u else None, stamp,
-    )  # fmt: skip
-
-
-def _json_text(value: Any) -> str:
-    """``json.dumps(value)`` as JSON text, read back the same (``json.loads``), at orjson's speed: the stdlib
-    writes what orjson cannot (NaN and infinities, which orjson writes as null; integers beyond 64 bits)."""
-    try:
-        text = orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value)
-    return json.dumps(value) if b"null" in text else text.decode()
-
-
 def _session_of(data: str, status: Status, tags: str) -> Session:
     """A stored session no reviewer edited, with its status and tags columns (which rule)."""
     try:
@@ -544,27 +489,37 @@ def _run(row: tuple[Any, ...]) -> Run:
     )  # fmt: skip
 
 
-class StoreJudgeCache:
-    """The judge cache kept in the store's ``judge_cache`` table."""
+@dataclass(frozen=True)
+class CacheEntry:
+    """One judge call kept in the store: its key, model, request (JSON text), raw answer and tokens."""
+
+    key: str
+    model: str
+    request: str
+    response: str
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class JudgeCacheTable:
+    """The judge's answers kept in the store's ``judge_cache`` table (``evalcore.judge.StoreJudgeCache`` reads it)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def get(self, key: str) -> CachedCall | None:
+    def get(self, key: str) -> CacheEntry | None:
+        """The call kept under ``key``, if any."""
         row = self.store.db.execute(
             "SELECT key, model, request, response, input_tokens, output_tokens FROM judge_cache WHERE key = ?", [key]
         ).fetchone()
-        if row is None:
-            return None
-        from evalcore.judge.client import CachedCall  # (the client is imported once a judge is called)
+        return None if row is None else CacheEntry(*row)
 
-        return CachedCall(row[0], row[1], json.loads(row[2]), row[3], row[4] or 0, row[5] or 0)
-
-    def put(self, call: CachedCall) -> None:
+    def put(self, entry: CacheEntry) -> None:
+        """Keep a call (the first kept under its key stays)."""
         with self.store.write() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO judge_cache (key, model, request, response, input_tokens, output_tokens, "
                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [call.key, call.model, json.dumps(call.request, ensure_ascii=False), call.response,
-                 call.input_tokens, call.output_tokens, now()],
+                [entry.key, entry.model, entry.request, entry.response, entry.input_tokens, entry.output_tokens,
+                 now()],
             )  # fmt: skip

@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalcore._infra.gcpause import paused_gc
 from evalcore.errors import (
     ConflictError,
     DatabaseFaultError,
@@ -49,12 +50,11 @@ from evalcore.errors import (
     SchemaVersionError,
     UsageError,
 )
-from evalcore.formats.jsonio import loads
-from evalcore.gcpause import paused_gc
-from evalcore.reading import search_text
 from evalcore.schema import Provenance, Session, TurnTruth, validate_session
+from evalcore.store.jsontext import loads
 from evalcore.store.migrations import MIGRATIONS, applied, migration_set
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Dataset, Edit, StoredSession, now
+from evalcore.store.rows import search_text
 
 __all__ = ["Store", "default_db_path"]
 

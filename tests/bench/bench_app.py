@@ -40,8 +40,9 @@ sys.path.insert(0, str(BENCH.parent))
 from _common import ROOT, build_ragas_file  # noqa: E402
 from app_server import SETTLED, browser, streamlit_server  # noqa: E402
 
+from evalcore.importing import import_file  # noqa: E402
 from evalcore.scoring import score_dataset  # noqa: E402
-from evalcore.store import Store, import_file  # noqa: E402
+from evalcore.store import Store  # noqa: E402
 
 
 def long_session() -> dict[str, object]:

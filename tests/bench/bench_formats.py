@@ -8,7 +8,7 @@ Run with ``make bench`` or ``.venv/bin/python tests/bench/bench_formats.py`` (ab
   loads it below and must count every session).
 - Times ``evalcore.convert_file`` in this process: ragas -> evalcore (the target), ragas -> ragas
   and ragas -> openai, each with the workers ``evalcore convert`` uses by default (the CPUs, at most 4:
-  ``evalcore.workers.default_workers``), and ragas -> evalcore in this process alone (``--workers 1``).
+  ``evalcore._infra.workers.default_workers``), and ragas -> evalcore in this process alone (``--workers 1``).
 - Times ragas' own ``EvaluationDataset.from_jsonl`` on the same file in the separate
   ``.bench/ragas-venv`` (made by ``tests/bench/setup_ragas_env.sh``, run here when it is missing),
   measured inside that process around the call only: no interpreter start-up, no import.
@@ -37,7 +37,7 @@ from typing import Any
 from _common import RAGAS_LOAD, RAGAS_PYTHON, REFERENCE, build_ragas_file, ensure_ragas_env, run_script
 
 import evalcore
-from evalcore.workers import default_workers
+from evalcore._infra.workers import default_workers
 
 SESSIONS = 20_000
 MEMORY_SESSIONS = (20_000, 100_000)
@@ -51,7 +51,7 @@ CONVERSIONS = (("evalcore", WORKERS), ("evalcore", 1), ("ragas", WORKERS), ("ope
 EVALCORE_MEMORY = """
 import sys, tracemalloc
 import evalcore
-from evalcore.workers import default_workers
+from evalcore._infra.workers import default_workers
 
 after_import = rss_kb("VmRSS")
 tracemalloc.start()

@@ -71,10 +71,11 @@ from _common import RAGAS_PYTHON, REFERENCE, ROOT, build_ragas_file, ensure_raga
 
 import evalcore
 import evalcore.scoring
+from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric
 from evalcore.scoring import score_dataset
-from evalcore.store import Store, import_file
+from evalcore.store import Store
 from evalcore.store.runs import Runs
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -201,7 +202,7 @@ def time_score_dataset(store: Store) -> float:
 
 # The steps of one instrumented run, in the order printed; an indented one is part of the one above.
 STEPS = (
-    "read the sessions' calls (Runs.session_calls)",
+    "read the sessions' calls (scoring.session_calls)",
     "score (Metric.evaluate_calls)",
     "write scores (Runs.write_rows)",
     "summarise the run (summarize_run)",
@@ -231,7 +232,9 @@ def breakdown(store: Store) -> tuple[float, dict[str, float]]:
     """One more ``score_dataset`` run with its main steps timed: where the time goes."""
     totals: dict[str, float] = defaultdict(float)
     with (
-        timed(Runs, "session_calls", totals, STEPS[0]),  # (tool-call metrics read only calls: no models built)
+        timed(
+            evalcore.scoring, "session_calls", totals, STEPS[0]
+        ),  # (tool-call metrics read only calls: no models built)
         timed(Metric, "evaluate_calls", totals, STEPS[1]),
         timed(Runs, "write_rows", totals, STEPS[2]),
         timed(evalcore.scoring, "summarize_run", totals, STEPS[3]),

@@ -50,8 +50,9 @@ from typing import Any
 from _common import RAGAS_LOAD, RAGAS_PYTHON, REFERENCE, build_ragas_file, ensure_ragas_env, run_script
 
 import evalcore
-from evalcore.store import Store, import_file
-from evalcore.store.exports import export_dataset
+from evalcore.exporting import export_dataset
+from evalcore.importing import import_file
+from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter, browse
 
 SMALL, LARGE = 20_000, 100_000

@@ -46,7 +46,8 @@ class Server:
 
     def import_sessions(self, dataset: str, lines: list[Any], name: str) -> list[str]:
         """Write ``lines`` to a file called ``name``, import it with evalcore's importer; the sessions' refs."""
-        from evalcore.store import Store, import_file
+        from evalcore.importing import import_file
+        from evalcore.store import Store
 
         path = self.folder / name
         path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))

@@ -31,7 +31,7 @@ from e2e_ui import (
 )
 from playwright.sync_api import expect
 
-from evalcore.review.tables import session_label
+from evalcore.views.review.tables import session_label
 
 pytestmark = pytest.mark.browser
 

@@ -13,11 +13,11 @@ from e2e_ui import ROOT, Server, heading
 from playwright.sync_api import Page, expect
 
 from evalcore.metrics.base import MetricResult
-from evalcore.review.tables import session_label
-from evalcore.scoring import score_dataset
+from evalcore.scoring import save_results, score_dataset
 from evalcore.store import Store
 from evalcore.store.runs import Runs
 from evalcore.store.verdicts import LABEL, set_verdict
+from evalcore.views.review.tables import session_label
 
 pytestmark = pytest.mark.browser
 
@@ -37,7 +37,7 @@ def scored(server: Server) -> dict[str, Any]:
             (pk, "aspect_critique", MetricResult("aspect_critique", value=float(i % 3 != 0)))
             for i, pk in enumerate(pks)
         ]
-        Runs(store).write(judge.id, results)
+        save_results(store, judge.id, results)
         Runs(store).finish(judge.id)
         for i, pk in enumerate(pks):
             set_verdict(store, pk, LABEL, float(i % 4 != 0), author="ann")
@@ -78,7 +78,7 @@ def test_dashboard_charts_and_a_bar_down_to_its_sessions(
 
     # The histogram's tallest bar: its sessions, and only those, on the Sessions page.
     with Store(server.db) as store:
-        from evalcore.dashboard import distribution
+        from evalcore.views.dashboard import distribution
 
         d = distribution(store, scored["second"], "tool_call_f1")
     tallest = max(range(len(d.bins)), key=lambda i: d.bins[i].count)
@@ -112,7 +112,7 @@ def test_two_runs_compared_and_a_cell_opened_in_review(
     expect(page).to_have_url(re.compile(r"/review\?"))
     settle(page)
     with Store(server.db) as store:
-        from evalcore.dashboard import heatmap
+        from evalcore.views.dashboard import heatmap
 
         first_ref = heatmap(store, scored["second"], "tool_call_f1", limit=1).sessions[0][1]
     expect(heading(page)).to_have_text(session_label(first_ref))

@@ -19,9 +19,9 @@ from apptest_util import XSS, shop_sessions
 from e2e_ui import Server, choose, heading
 from playwright.sync_api import expect
 
+from evalcore.exporting import scores_csv
 from evalcore.scoring import score_dataset
 from evalcore.store import Store
-from evalcore.store.exports import scores_csv
 
 pytestmark = pytest.mark.browser
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.store import Store, import_file
+from evalcore.importing import import_file
+from evalcore.store import Store
 
 from .cases import Case, byte_cases, field_cases, load_samples
 from .conftest import TALLY, Budget

@@ -19,7 +19,7 @@ from typing import Literal, NamedTuple
 
 from rapidfuzz.distance import Indel
 
-from evalcore.review.text import escape_inline
+from evalcore.views.text import escape_inline
 
 __all__ = ["DiffPart", "Op", "WordDiff", "diff_markdown", "word_diff"]
 
@@ -256,7 +256,7 @@ def diff_markdown(diff: WordDiff) -> str:
     """The diff as Markdown for ``st.markdown``: deleted words struck through on red, inserted ones on green.
 
     Uses Streamlit's ``:red-background[...]`` and ``:green-background[...]`` directives. All text
-    is escaped (see :mod:`evalcore.review.text`), so nothing in it can end a span early, start
+    is escaped (see :mod:`evalcore.views.text`), so nothing in it can end a span early, start
     markup or load anything. The layout shown is the reference's: its line breaks are hard
     breaks kept outside the spans (a span never holds one), a deletion's line breaks show
     as spaces and whitespace-only deletions are left out. Long changes are cut into

@@ -1,14 +1,14 @@
 """What the Review page shows and edits, worked out without drawing anything.
 
-- :mod:`~evalcore.review.transcript`: a session laid out turn by turn, calls paired with results;
-- :mod:`~evalcore.review.text`: text as Markdown that Streamlit shows literally;
-- :mod:`~evalcore.review.diff`: a word diff of an answer against its reference;
-- :mod:`~evalcore.review.weights`: Gaussia's turn weights explained in words;
-- :mod:`~evalcore.review.fields`: the editable fields, and a form's values turned into a save's changes.
+- :mod:`~evalcore.views.review.transcript`: a session laid out turn by turn, calls paired with results;
+- :mod:`~evalcore.views.text`: text as Markdown that Streamlit shows literally;
+- :mod:`~evalcore.views.review.diff`: a word diff of an answer against its reference;
+- :mod:`~evalcore.views.review.weights`: Gaussia's turn weights explained in words;
+- :mod:`~evalcore.views.review.fields`: the editable fields, and a form's values turned into a save's changes.
 """
 
-from evalcore.review.diff import DiffPart, WordDiff, diff_markdown, word_diff
-from evalcore.review.fields import (
+from evalcore.views.review.diff import DiffPart, WordDiff, diff_markdown, word_diff
+from evalcore.views.review.fields import (
     RUBRIC_SCALE_NAMES,
     SESSION_EDITORS,
     TURN_EDITORS,
@@ -25,8 +25,7 @@ from evalcore.review.fields import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.review.text import WORD_JOINER, code_span, escape_inline, literal_markdown
-from evalcore.review.transcript import (
+from evalcore.views.review.transcript import (
     LONG_CHARS,
     LONG_LINES,
     CallView,
@@ -39,7 +38,8 @@ from evalcore.review.transcript import (
     transcript,
     turn_count,
 )
-from evalcore.review.weights import WeightsExplanation, explain_weights, format_number
+from evalcore.views.review.weights import WeightsExplanation, explain_weights, format_number
+from evalcore.views.text import WORD_JOINER, code_span, escape_inline, literal_markdown
 
 __all__ = [
     "LONG_CHARS",

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.review.text import plural
 from evalcore.store import Store
 from evalcore.store.datasets import overviews
 from evalcore.store.jobs import Job, Jobs
+from evalcore.views.text import plural
 
 __all__ = ["ImportOutcome", "dataset_rows", "import_outcome", "latest_import"]
 

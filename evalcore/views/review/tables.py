@@ -9,11 +9,11 @@ import json
 from typing import Any
 
 from evalcore.identity import session_label
-from evalcore.review.transcript import TranscriptView
-from evalcore.review.weights import WeightsExplanation, format_number
 from evalcore.store.records import Edit
 from evalcore.store.runs import SessionScore
 from evalcore.store.verdicts import Verdict
+from evalcore.views.review.transcript import TranscriptView
+from evalcore.views.review.weights import WeightsExplanation, format_number
 
 __all__ = ["edit_label", "history_rows", "score_rows", "session_label", "short", "verdict_rows", "weight_rows"]
 

@@ -312,7 +312,7 @@ def _refs(store: Store, pks: list[int]) -> dict[int, str]:
 
 def worse_rows(c: Comparison) -> list[dict[str, Any]]:
     """The sessions that got worse as table rows: session, the two values, the change."""
-    from evalcore.review.tables import session_label
+    from evalcore.views.review.tables import session_label
 
     return [
         {"session": session_label(p.ref), f"run #{c.run_a}": p.a, f"run #{c.run_b}": p.b, "change": p.difference}
@@ -322,7 +322,7 @@ def worse_rows(c: Comparison) -> list[dict[str, Any]]:
 
 def disagreement_rows(a: Agreement) -> list[dict[str, Any]]:
     """The sessions where a judge and the reviewers disagree, largest gap first, as table rows."""
-    from evalcore.review.tables import session_label
+    from evalcore.views.review.tables import session_label
 
     binary = a.kind == "binary"
     return [

@@ -13,8 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from evalcore.errors import UsageError
+from evalcore.exporting import ExportStream, manifest_bytes, scores_csv, scores_jsonl
 from evalcore.formats.base import formats
-from evalcore.store.exports import ExportStream, manifest_bytes, scores_csv, scores_jsonl
 from evalcore.store.queries import SessionFilter, count
 from evalcore.store.runs import Run
 from evalcore.store.store import Store

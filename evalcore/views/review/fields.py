@@ -60,8 +60,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from evalcore.review.transcript import pretty_json
 from evalcore.schema import ContextChunk, Session, ToolCall, TurnTruth
+from evalcore.views.review.transcript import pretty_json
 
 __all__ = [
     "RUBRIC_SCALE_NAMES",

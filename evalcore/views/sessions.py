@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalcore.errors import UsageError
-from evalcore.review.tables import session_label
 from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter, browse
 from evalcore.store.runs import Runs
+from evalcore.views.review.tables import session_label
 
 __all__ = ["SessionsTable", "page_filter", "sessions_table"]
 

@@ -10,7 +10,7 @@ the format, the schema versions and the file's SHA-256 (``manifest_bytes`` makes
 for a download).
 
 The guarantee: *a manifest present describes the data file beside it.* The data and the manifest
-are written to partial files, then put in place together (``evalcore.outputs.publish``): the old
+are written to partial files, then put in place together (``evalcore._infra.outputs.publish``): the old
 manifest is removed first, the data renamed into place, the new manifest renamed last, each step
 synced to disk. A kill or a power cut at any moment leaves the previous export with its manifest,
 or the new data without a manifest (an export that did not finish: run it again), or the new
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from evalcore._infra.outputs import PendingOutput, publish
 from evalcore.errors import UsageError
 from evalcore.formats import get_format
 from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
-from evalcore.outputs import PendingOutput, publish
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
 from evalcore.store.migrations import SCHEMA_VERSION
 from evalcore.store.queries import SessionFilter, iter_pks
