@@ -22,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn, TextIO
 
+from evalcore import config
 from evalcore._infra.outputs import discard_live
 from evalcore._infra.progress import ProgressBar
 from evalcore._infra.workers import default_workers
@@ -528,7 +529,7 @@ def app_path() -> Path:
 
 def _run_app(db: str | None, *, port: int = 8501, address: str = "127.0.0.1") -> int:
     if db:
-        os.environ["EVALCORE_DB"] = os.path.abspath(db)
+        config.set_database(os.path.abspath(db))
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path()),
         "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",

@@ -6,16 +6,19 @@ import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import streamlit as st
 
-from evalcore import background
+from evalcore import background, config
 from evalcore.errors import ConflictError, EvalcoreError
 from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path
 from evalcore.store.queries import SessionFilter
+from evalcore.views.table import labels, records
 from evalcore.views.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +61,7 @@ def db_path() -> str:
 
 def sample_folder() -> Path:
     """The folder of sample files: ``$EVALCORE_SAMPLE_DATA``, else ``sample_data/`` beside the app."""
-    return Path(os.environ.get("EVALCORE_SAMPLE_DATA") or ROOT / "sample_data")
+    return Path(config.sample_data_folder() or ROOT / "sample_data")
 
 
 @st.cache_resource(show_spinner="Opening the database…")
@@ -89,7 +92,7 @@ def dataset() -> str | None:
 
 def browse_state() -> dict[str, Any]:
     """The Sessions page's filter and sort, which Review's previous / next follow."""
-    state = st.session_state.setdefault("browse", {})
+    state: dict[str, Any] = st.session_state.setdefault("browse", {})
     if state.get("dataset") != dataset():
         state.clear()
         state.update(dataset=dataset(), filters=SessionFilter(), sort="order", descending=False)
@@ -196,6 +199,18 @@ def job_status(status: str, fraction: float, message: str) -> None:
 MISSING = "—"
 
 
-def table(data: Any, **options: Any) -> Any:
-    """``st.dataframe`` as every page shows a table: no index, a missing value as ``MISSING``."""
-    return st.dataframe(data, hide_index=True, placeholder=MISSING, **options)
+def table(data: Any, *, column_config: dict[str, Any] | None = None, **options: Any) -> Any:
+    """``st.dataframe`` as every page shows a table: no index, a missing value as ``MISSING``.
+
+    ``data``: typed rows (``evalcore.views.table``), each column headed by its field's label unless
+    ``column_config`` (keyed by field name) gives one; or anything ``st.dataframe`` takes."""
+    config = dict(column_config or {})
+    if isinstance(data, list) and data and is_dataclass(data[0]):
+        for name, label in labels(type(data[0]), data).items():
+            given = config.get(name)
+            if given is None:
+                config[name] = label
+            elif isinstance(given, dict) and not given.get("label"):
+                config[name] = {**given, "label": label}
+        data = pd.DataFrame(records(data))
+    return st.dataframe(data, hide_index=True, placeholder=MISSING, column_config=config or None, **options)

@@ -67,7 +67,7 @@ def render_message(view: MessageView, key: str) -> None:
     """A message that stands on its own (assistant text, system prompt, unclaimed tool output)."""
     if view.kind == "assistant" and not (view.text or view.reasoning or view.extra_blocks or view.images):
         return  # only tool calls: they follow, each in its own bubble
-    name = "assistant" if view.kind == "assistant" else "user" if view.kind == "user" else view.kind
+    name = "assistant" if view.kind == "assistant" else view.kind
     with st.chat_message(name, avatar=_AVATARS[view.kind]):
         if view.kind == "system":
             box = _lazy_expander(f"System prompt · {len(view.text):,} characters", f"{key}-sys")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from evalcore.agreement import judge_agreement, kappa_band
@@ -145,9 +144,8 @@ if against is not None:
                           type="tertiary", icon=":material/rate_review:")  # fmt: skip
     if cmp.worse:
         st.caption("Worse first. Click a row to review the session.")
-        worse = pd.DataFrame(worse_rows(cmp))
         picked = _shared.table(
-            worse, on_select="rerun", selection_mode="single-row",
+            worse_rows(cmp), on_select="rerun", selection_mode="single-row",
             key=f"dash_worse-{epoch}", column_config={"change": st.column_config.NumberColumn(format="%+.3f")},
         )  # fmt: skip
         for row in picked.selection.rows if picked else []:
@@ -186,7 +184,7 @@ for n, a in enumerate(agreements):
         st.caption(agreement_note(a))
         if a.disagreements:
             picked = _shared.table(
-                pd.DataFrame(disagreement_rows(a)), on_select="rerun",
+                disagreement_rows(a), on_select="rerun",
                 selection_mode="single-row", key=f"dash_disagree-{n}-{epoch}",
                 height=min(38 + 35 * len(a.disagreements), 38 + 35 * 8),
             )  # fmt: skip

@@ -1,6 +1,5 @@
 """Datasets: every dataset with its progress; upload a file into one; load the samples; rename, delete."""
 
-import pandas as pd
 import streamlit as st
 
 from evalcore.background import start_import
@@ -19,9 +18,9 @@ st.title("Datasets")
 
 rows = dataset_rows(store)
 if rows:
-    small = {name: st.column_config.NumberColumn(name, width="small") for name in ("todo", "approved", "rejected")}
+    small = {name: st.column_config.NumberColumn(width="small") for name in ("todo", "approved", "rejected")}
     _shared.table(
-        pd.DataFrame(rows),
+        rows,
         height=min(38 + 35 * len(rows), 38 + 35 * 15),  # every dataset at once, up to 15
         column_config={
             "dataset": st.column_config.TextColumn(width="medium", pinned=True),
@@ -29,9 +28,9 @@ if rows:
             "formats": st.column_config.TextColumn(width="small"),
             **small,
             "flagged": st.column_config.NumberColumn(width="small"),
-            "reviewed": st.column_config.ProgressColumn("reviewed", format="percent", min_value=0, max_value=1),
-            "with ground truth": st.column_config.NumberColumn("ground truth", width="small"),
-            "last import": st.column_config.TextColumn(width="small"),
+            "reviewed": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
+            "with_truth": st.column_config.NumberColumn(width="small"),
+            "last_import": st.column_config.TextColumn(width="small"),
         },
     )
 else:
@@ -48,7 +47,7 @@ def show_outcome(outcome: ImportOutcome) -> None:
     show(literal_markdown(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
         with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
-            _shared.table(pd.DataFrame(outcome.problems))
+            _shared.table(outcome.problems)
 
 
 @st.fragment(run_every=0.5)
@@ -67,13 +66,17 @@ with left:
     upload = st.file_uploader(
         "A file in any format evalcore reads (JSON or JSON Lines)", type=["json", "jsonl"], key="upload"
     )
-    names = [r["dataset"] for r in rows]
+    names: list[str] = [r.dataset for r in rows]
+    current = _shared.dataset()
     c1, c2 = st.columns(2)
-    target = c1.selectbox(
-        "Into dataset",
-        [*names, "+ new dataset"],
-        index=names.index(_shared.dataset()) if _shared.dataset() in names else len(names),
-        key="import_target",
+    target: str = (
+        c1.selectbox(
+            "Into dataset",
+            [*names, "+ new dataset"],
+            index=names.index(current) if current is not None and current in names else len(names),
+            key="import_target",
+        )
+        or ""
     )
     new_name = ""
     if target == "+ new dataset":
@@ -142,7 +145,7 @@ with right:
                     st.query_params["dataset"] = rename_dataset(store, current, renamed)
                     st.rerun()
         with st.popover("Delete…", icon=":material/delete:"):
-            size = next((r["sessions"] for r in rows if r["dataset"] == current), 0)
+            size = next((r.sessions for r in rows if r.dataset == current), 0)
             st.write(
                 f"This deletes **{literal_markdown(current)}**: its {size:,} sessions with their history, comments, "
                 "verdicts and scores."

@@ -3,7 +3,6 @@ background with live progress, cancel, resume; and the dataset's past runs."""
 
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from evalcore import background
@@ -94,12 +93,12 @@ for tab, (group, infos) in zip(tabs, groups.items(), strict=True):
             placeholder="Pick metrics (or read the table below first)",
         )
         _shared.table(
-            pd.DataFrame(picker_rows(profile, infos)),
+            picker_rows(profile, infos),
             height=38 + 35 * len(names),
             column_config={
                 "metric": st.column_config.TextColumn(width="medium", pinned=True),
-                "applies to": st.column_config.ProgressColumn(
-                    "applies to", format="percent", min_value=0, max_value=1, width="small"
+                "applies_to": st.column_config.ProgressColumn(
+                    format="percent", min_value=0, max_value=1, width="small"
                 ),
                 "needs": st.column_config.TextColumn(width="large"),
                 "measures": st.column_config.TextColumn(width="large"),
@@ -191,12 +190,12 @@ with right:
         st.subheader("Estimate")
         estimates = [estimate(store, profile, spec, config) for spec in judged]
         _shared.table(
-            pd.DataFrame(estimate_rows(estimates)),
+            estimate_rows(estimates),
             column_config={
                 "calls": st.column_config.NumberColumn(format="localized"),
-                "tokens in": st.column_config.NumberColumn(format="localized"),
-                "tokens out": st.column_config.NumberColumn(format="localized"),
-                "cost": st.column_config.NumberColumn("cost ($)", format="%.4f"),
+                "tokens_in": st.column_config.NumberColumn(format="localized"),
+                "tokens_out": st.column_config.NumberColumn(format="localized"),
+                "cost": st.column_config.NumberColumn(format="%.4f"),
             },
         )
         st.caption(literal_markdown(estimate_total(estimates)) + " " + ESTIMATE_NOTE)
@@ -237,17 +236,17 @@ if not rows:
     st.caption("No run of this dataset yet.")
 else:
     _shared.table(
-        pd.DataFrame(rows),
+        rows,
         height=min(38 + 35 * len(rows), 38 + 35 * 12),
         column_config={
-            "run": st.column_config.NumberColumn("#"),
+            "run": st.column_config.NumberColumn(),
             "metrics": st.column_config.TextColumn(width="medium"),
             "items": st.column_config.NumberColumn(format="localized"),
             "done": st.column_config.NumberColumn(format="localized"),
             "failed": st.column_config.NumberColumn(format="localized"),
-            "not applicable": st.column_config.NumberColumn("n/a", format="localized"),
-            "judge calls": st.column_config.NumberColumn("calls", format="localized"),
-            "cost": st.column_config.NumberColumn("cost ($)", format="%.4f"),
+            "not_applicable": st.column_config.NumberColumn(format="localized"),
+            "judge_calls": st.column_config.NumberColumn(format="localized"),
+            "cost": st.column_config.NumberColumn(format="%.4f"),
         },
     )
     active_run = background.job_run(store, running[1]) if running is not None else None
@@ -256,8 +255,8 @@ else:
         c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
         chosen_run = c1.selectbox(
             "Unfinished runs",
-            [r["run"] for r in unfinished],
-            format_func=lambda run_id: next(r["label"] for r in unfinished if r["run"] == run_id),
+            [r.run for r in unfinished],
+            format_func=lambda run_id: next(r.label for r in unfinished if r.run == run_id),
             key="resume_pick",
         )
         if c2.button("Resume", icon=":material/resume:", key="resume", disabled=running is not None):

@@ -311,10 +311,10 @@ with tabs[2]:
     if tabs[2].open:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
         _shared.table(
-            pd.DataFrame(weight_rows(view, typed_weights(), explained)),
+            weight_rows(view, typed_weights(), explained),
             column_config={
                 "turn": st.column_config.NumberColumn(width="small"),
-                "typed": st.column_config.TextColumn("weight typed", width="small"),
+                "typed": st.column_config.TextColumn(width="small"),
                 "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width="small"),
             },
         )
@@ -349,7 +349,7 @@ with tabs[3]:
             )  # fmt: skip
         if others:
             st.caption("Other reviewers")
-            _shared.table(pd.DataFrame(verdict_rows(others)))
+            _shared.table(verdict_rows(others))
 
 with tabs[4]:
     if tabs[4].open:
@@ -358,7 +358,7 @@ with tabs[4]:
             st.info("No run has scored this session yet.")
         else:
             _shared.table(
-                pd.DataFrame(score_rows(scores)),
+                score_rows(scores),
                 height=min(38 + 35 * len(scores), 38 + 35 * 20),
                 column_config={
                     "metric": st.column_config.TextColumn(width="medium"),
@@ -391,12 +391,12 @@ with tabs[6]:
             st.info("No edit yet: the session is as it was imported.")
         else:
             _shared.table(
-                pd.DataFrame(history_rows(history)),
+                history_rows(history),
                 height=min(38 + 35 * len(history), 38 + 35 * 12),
                 column_config={
                     "at": st.column_config.TextColumn(width="small"),
                     "by": st.column_config.TextColumn(width="small"),
-                    "edit": st.column_config.NumberColumn("#", width="small"),
+                    "edit": st.column_config.NumberColumn(width="small"),
                 },
             )
             labels = {e.id: edit_label(e) for e in history}

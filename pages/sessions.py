@@ -1,6 +1,5 @@
 """Sessions: the dataset's sessions filtered, searched, sorted and paged; open one; change many at once."""
 
-import pandas as pd
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
@@ -107,14 +106,14 @@ st.caption(
 config = {
     "status": st.column_config.TextColumn(width="small"),
     "id": st.column_config.TextColumn(width="medium"),
-    "first question": st.column_config.TextColumn(width="medium"),
+    "first_question": st.column_config.TextColumn(width="medium"),
     "turns": st.column_config.NumberColumn(width="small"),
-    "tool calls": st.column_config.NumberColumn(width="small"),
-    "ground truth": st.column_config.CheckboxColumn(width="small"),
+    "tool_calls": st.column_config.NumberColumn(width="small"),
+    "ground_truth": st.column_config.CheckboxColumn(width="small"),
     **{m: st.column_config.NumberColumn(m, format="%.2f", width="small") for m in [*table.metrics, "score"]},
 }
 event = _shared.table(
-    pd.DataFrame(table.rows),
+    table.rows,
     column_config=config,
     column_order=table.columns,
     on_select="rerun",

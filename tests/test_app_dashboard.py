@@ -110,4 +110,4 @@ def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
     assert shown["Kappa (Cohen's)"] == "0.50" and shown["Agree"] == "75%" and shown["Sessions"] == "4"
     assert any(c.startswith("The judge passes at 0.5 or more; left out: none.") for c in texts(at, "caption"))
     table = at.dataframe(key=next(d.key for d in at.dataframe if d.key and d.key.startswith("dash_disagree-"))).value
-    assert list(table["judge says"]) == ["pass"] and list(table["reviewers say"]) == ["fail"]
+    assert list(table["judge_says"]) == ["pass"] and list(table["reviewers_say"]) == ["fail"]

@@ -39,7 +39,7 @@ def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
     assert len(rows) == 18 and {"shop", "review", "sample-ragas"} <= set(rows)
     shop = rows["shop"]
     assert (shop["sessions"], shop["todo"], shop["approved"], shop["flagged"], shop["rejected"]) == (30, 22, 5, 3, 0)
-    assert shop["with ground truth"] == 10 and shop["formats"] == "evalcore" and shop["from"] == "shop.jsonl"
+    assert shop["with_truth"] == 10 and shop["formats"] == "evalcore" and shop["source"] == "shop.jsonl"
     assert shop["reviewed"] == pytest.approx(5 / 30)
     assert rows["review"]["sessions"] == 3
 

@@ -75,10 +75,10 @@ def test_the_page_lists_metrics_by_group_with_what_they_need(db: Path) -> None:
     assert deterministic.loc["turn_count", "needs"] == "nothing"
     # review has 3 sessions, none with reference tool calls; one with a reference answer.
     assert deterministic.loc["tool_call_accuracy", "needs"] == "needs reference tool calls: 0 of 3 sessions have it"
-    assert deterministic.loc["exact_match", "applies to"] == pytest.approx(1 / 3)
-    assert deterministic.loc["turn_count", "applies to"] == 1.0
+    assert deterministic.loc["exact_match", "applies_to"] == pytest.approx(1 / 3)
+    assert deterministic.loc["turn_count", "applies_to"] == 1.0
     judges = tables[1].set_index("metric")
-    assert "instance_rubric_score" in judges.index and judges.loc["instance_rubric_score", "applies to"] == 1 / 3
+    assert "instance_rubric_score" in judges.index and judges.loc["instance_rubric_score", "applies_to"] == 1 / 3
     assert at.button(key="run").disabled  # nothing picked yet
 
 
@@ -107,7 +107,7 @@ def test_run_deterministic_metrics_and_see_the_counts_and_the_run(db: Path, stor
     assert (
         past.iloc[0]["run"] == new.id and past.iloc[0]["metrics"] == "turn_count, exact_match, rouge:rouge_type=rouge1"
     )
-    assert (past.iloc[0]["done"], past.iloc[0]["not applicable"], past.iloc[0]["status"]) == (50, 40, "done")
+    assert (past.iloc[0]["done"], past.iloc[0]["not_applicable"], past.iloc[0]["status"]) == (50, 40, "done")
 
 
 def test_bad_parameters_block_the_run_with_a_message(db: Path) -> None:
@@ -141,7 +141,7 @@ def test_judge_metrics_run_against_the_loopback_server(db: Path, store: Store, j
     assert new.judge_model == "gpt-4o-mini" and new.n_done == 30 and new.n_failed == 0
     assert len(judge_env.requests) == 30
     row = at.dataframe[-1].value.iloc[0]
-    assert row["judge calls"] == 30 and row["cost"] > 0 and row["judge"] == "gpt-4o-mini"
+    assert row["judge_calls"] == 30 and row["cost"] > 0 and row["judge"] == "gpt-4o-mini"
     assert SECRET not in all_text(at)
     assert SECRET.encode() not in Path(db).read_bytes()
 

@@ -57,7 +57,7 @@ def test_all_sessions_in_import_order(db: Path) -> None:
     frame = at.dataframe(key="sessions_table").value
     assert list(frame["turns"][:3]) == [1, 2, 3]
     assert list(frame["turn_count"][:3]) == [1.0, 2.0, 3.0]  # the latest score of each metric
-    assert frame["ground truth"].sum() == 10
+    assert frame["ground_truth"].sum() == 10
 
 
 @pytest.mark.parametrize(
@@ -166,7 +166,7 @@ def test_clicking_a_cell_opens_the_session_in_review(db: Path) -> None:
     at = _sessions()
     at.multiselect(key="f_status").set_value(["flagged"])
     run(at)
-    _select(at, cells=[[1, "first question"]])
+    _select(at, cells=[[1, "first_question"]])
     run(at)
     assert at.query_params["session"] == "shop-06" and at.query_params["dataset"] == "shop"
     assert "### shop\\-06" in texts(at, "markdown")

@@ -28,3 +28,13 @@ def test_every_cli_command_is_documented() -> None:
     commands = _parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for name in commands:
         assert f"evalcore {name}" in README, name
+
+
+def test_the_layout_map_names_every_module_of_the_library() -> None:
+    """Every top-level module and package of evalcore is in the README's layout map (``name.py`` or ``name/``)."""
+    layout = README.split("## Layout", 1)[1].split("```")[1]
+    root = Path(__file__).resolve().parent.parent / "evalcore"
+    names = [p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    names = [f"{n}/" for n in names] + [p.name for p in root.glob("*.py") if p.name != "__init__.py"]
+    missing = [name for name in sorted(names) if name not in layout]
+    assert not missing, missing

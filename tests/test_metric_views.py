@@ -19,6 +19,8 @@ from evalcore.scoring import score_dataset
 from evalcore.store import Store
 from evalcore.views import metrics as metric_views
 from evalcore.views.metrics import (
+    PastRun,
+    PickerRow,
     applicability,
     estimate,
     estimate_rows,
@@ -32,6 +34,7 @@ from evalcore.views.metrics import (
     picker_rows,
     resumable_runs,
 )
+from evalcore.views.table import labels
 
 
 def session(i: int) -> dict[str, Any]:
@@ -224,28 +227,28 @@ def test_past_runs_have_their_counts_cost_and_duration(store: Store) -> None:
     assert past_runs(store, "ds") == []
     score_dataset(store, "ds", ["turn_count", "tool_call_accuracy"])
     (row,) = past_runs(store, "ds")
-    assert row["status"] == "done" and row["metrics"] == "turn_count, tool_call_accuracy"
-    assert (row["items"], row["done"], row["failed"], row["not applicable"]) == (80, 52, 0, 28)
-    assert row["cost"] is None and row["judge"] == "" and row["duration"].endswith(" s")
+    assert row.status == "done" and row.metrics == "turn_count, tool_call_accuracy"
+    assert (row.items, row.done, row.failed, row.not_applicable) == (80, 52, 0, 28)
+    assert row.cost is None and row.judge == "" and row.duration.endswith(" s")
     time.sleep(0.01)
     score_dataset(store, "ds", ["turn_count"], resume=False)
-    assert [r["metrics"] for r in past_runs(store, "ds")] == ["turn_count", "turn_count, tool_call_accuracy"]
+    assert [r.metrics for r in past_runs(store, "ds")] == ["turn_count", "turn_count, tool_call_accuracy"]
 
 
 def test_the_picker_table_says_how_far_each_metric_applies(store: Store) -> None:
     profile = needs_profile(store, "ds")
-    rows = {r["metric"]: r for r in picker_rows(profile, metric_groups()["deterministic"])}
-    assert list(rows["turn_count"]) == ["metric", "applies to", "needs", "measures"]
-    assert (rows["turn_count"]["applies to"], rows["turn_count"]["needs"]) == (1.0, "nothing")
-    assert rows["tool_call_accuracy"]["applies to"] == pytest.approx(0.3)
-    assert rows["tool_call_accuracy"]["needs"] == "needs reference tool calls: 12 of 40 sessions have it"
+    rows = {r.metric: r for r in picker_rows(profile, metric_groups()["deterministic"])}
+    assert list(labels(PickerRow).values()) == ["metric", "applies to", "needs", "measures"]
+    assert (rows["turn_count"].applies_to, rows["turn_count"].needs) == (1.0, "nothing")
+    assert rows["tool_call_accuracy"].applies_to == pytest.approx(0.3)
+    assert rows["tool_call_accuracy"].needs == "needs reference tool calls: 12 of 40 sessions have it"
 
 
 def test_estimate_rows_and_total(store: Store) -> None:
     profile = needs_profile(store, "ds")
     priced = [estimate(store, profile, name, JudgeConfig(model="gpt-4o")) for name in ("safety", "groundedness")]
     rows = estimate_rows(priced)
-    assert [(r["metric"], r["calls"]) for r in rows] == [("safety", 40), ("groundedness", 10)]
+    assert [(r.metric, r.calls) for r in rows] == [("safety", 40), ("groundedness", 10)]
     total = estimate_total(priced)
     tokens = sum(e.input_tokens + e.output_tokens for e in priced)
     assert total == f"About 50 calls, {tokens:,} tokens, ${sum(e.cost or 0 for e in priced):,.4f}."
@@ -254,12 +257,11 @@ def test_estimate_rows_and_total(store: Store) -> None:
 
 
 def test_unfinished_runs_can_be_resumed_but_not_the_one_running() -> None:
-    def row(run: int, status: str) -> dict[str, Any]:
-        return {"run": run, "status": status, "metrics": "safety", "items": 40, "done": 5, "failed": 1,
-                "not applicable": 0}  # fmt: skip
+    def row(run: int, status: str) -> PastRun:
+        return PastRun(run, status=status, metrics="safety", items=40, done=5, failed=1)
 
     rows = [row(5, "running"), row(4, "running"), row(3, "cancelled"), row(2, "done"), row(1, "failed")]
     found = resumable_runs(rows, active_run=5)
-    assert [r["run"] for r in found] == [4, 3, 1]
-    assert found[1]["label"] == "#3 safety (cancelled, 6 of 40 items)"
-    assert [r["run"] for r in resumable_runs(rows, active_run=None)] == [5, 4, 3, 1]
+    assert [r.run for r in found] == [4, 3, 1]
+    assert found[1].label == "#3 safety (cancelled, 6 of 40 items)"
+    assert [r.run for r in resumable_runs(rows, active_run=None)] == [5, 4, 3, 1]

@@ -374,12 +374,14 @@ def test_the_manifest_carries_the_data_files_digest(tmp_path: Path, store_db: Pa
     assert "did not finish" in (check_export(out) or "")
 
 
-def _export(db: Path, out: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _export(db: Path, out: Path, *extra: str, pause: str | None = None) -> subprocess.Popen[str]:
+    """``evalcore export`` of dataset ``d`` as a process; with ``pause``, stopped at that step of putting its files
+    in place (``tests/pause_at.py``)."""
+    command = [EVALCORE] if pause is None else [sys.executable, str(Path(__file__).parent / "pause_at.py"), pause]
     return subprocess.Popen(
-        [EVALCORE, "export", "--dataset", "d", "--to", "ragas", "-o", str(out), "--db", str(db), *extra],
+        [*command, "export", "--dataset", "d", "--to", "ragas", "-o", str(out), "--db", str(db), *extra],
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **(env or {})},
     )
 
 
@@ -398,13 +400,13 @@ def test_a_kill_between_data_and_manifest_never_leaves_a_manifest_of_another_exp
     tmp_path: Path, store_db: Path, point: str, after: str
 ) -> None:
     """SIGKILL at each step of putting the export in place (the process waits there, told by
-    EVALCORE_TEST_PAUSE). The old writer left the previous export's manifest beside the new data."""
+    tests/pause_at.py). The old writer left the previous export's manifest beside the new data."""
     out = tmp_path / "o.jsonl"
     first = run("export", "--dataset", "d", "--to", "ragas", "-o", str(out), "--db", str(store_db))
     assert first.returncode == 0, first.stderr
     previous = out.read_bytes()
     assert json.loads(manifest_path(out).read_text())["count"] == 60
-    proc = _export(store_db, out, "--status", "approved", env={"EVALCORE_TEST_PAUSE": point})
+    proc = _export(store_db, out, "--status", "approved", pause=point)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()

@@ -28,10 +28,6 @@ a power cut, and publications into the same folder are serialised with a lock on
 kill at any moment therefore leaves either the previous files with their own last one, or the new
 files without it, or the new files with it. A reader that finds the last file can trust it
 describes the others (an export manifest also carries the data's SHA-256 to check this).
-
-``EVALCORE_TEST_PAUSE`` (tests only): set to ``removed-last``, ``renamed-others`` or
-``before-publish``, a publication stops at that point, says so on standard error and sleeps, so
-that a test can kill the process exactly there.
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ import signal
 import stat
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -374,12 +369,6 @@ def discard_live() -> None:
         _live.discard(partial)
 
 
-def _pause(point: str) -> None:
-    if os.environ.get("EVALCORE_TEST_PAUSE") == point:
-        print(f"evalcore: paused at {point}", file=sys.stderr, flush=True)
-        time.sleep(3600)
-
-
 def _sync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -413,7 +402,6 @@ def publish(*outputs: PendingOutput) -> None:
         return
     last = files[-1]
     others = files[:-1]
-    _pause("before-publish")
     with _folder_lock(last.target.path.parent):
         for out in files:  # checked when the path was given; checked again, as it may have changed since
             with suppress(FileNotFoundError):
@@ -424,7 +412,6 @@ def publish(*outputs: PendingOutput) -> None:
                 if stat.S_ISREG(os.stat(last.target.path, follow_symlinks=False).st_mode):
                     os.unlink(last.target.path)  # from here on, no old "last" can describe the new others
                     _sync_folder(last.target.path.parent)
-            _pause("removed-last")
             for out in others:
                 assert out.partial is not None
                 os.replace(out.partial, out.target.path)
@@ -432,7 +419,6 @@ def publish(*outputs: PendingOutput) -> None:
                 _live.discard(out.partial)
             for folder in dict.fromkeys(out.target.path.parent for out in others):
                 _sync_folder(folder)
-            _pause("renamed-others")
         assert last.partial is not None
         os.replace(last.partial, last.target.path)
         last.published = True

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from evalcore import config
 from evalcore.model.config import DEFAULT_PRICES, ModelConfig, load_prices
 
 __all__ = ["DEFAULT_PRICES", "JudgeConfig", "load_prices"]
@@ -30,8 +30,8 @@ class JudgeConfig(ModelConfig):
 
         Returns ``None`` when no judge model is named.
         """
-        name = model or os.environ.get("EVALCORE_JUDGE_MODEL")
+        name = model or config.judge_model()
         if not name:
             return None
-        urls = ("EVALCORE_JUDGE_BASE_URL", "EVALCORE_BASE_URL")
+        urls = (config.JUDGE_BASE_URL, config.BASE_URL)
         return cls.for_models(name, base_url=base_url, api_key=api_key, prices=prices, url_env=urls, **options)

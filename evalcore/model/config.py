@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from evalcore import config
 from evalcore.errors import UsageError
 from evalcore.model.redact import public_url
 
@@ -32,7 +33,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[float, float]]:
     """The default price table, extended (and overridden) by a JSON file."""
     prices = dict(DEFAULT_PRICES)
-    source = path or os.environ.get("EVALCORE_PRICES")
+    source = path or config.prices_file()
     if source:
         try:
             extra = json.loads(Path(source).read_text(encoding="utf-8"))
@@ -46,13 +47,12 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
 
 
 def endpoint_from_env(
-    base_url: str | None = None, api_key: str | None = None, url_env: tuple[str, ...] = ("EVALCORE_BASE_URL",)
+    base_url: str | None = None, api_key: str | None = None, url_env: tuple[str, ...] = (config.BASE_URL,)
 ) -> tuple[str, str | None]:
     """The endpoint and key: the options given, else the first of ``url_env`` set (else OpenAI's), and
     ``EVALCORE_API_KEY`` / ``OPENAI_API_KEY``."""
-    env = os.environ
-    url = base_url or next((env[name] for name in url_env if env.get(name)), ModelConfig.base_url)
-    key = api_key or env.get("EVALCORE_API_KEY") or env.get("OPENAI_API_KEY")
+    url = base_url or config.first_set(url_env) or ModelConfig.base_url
+    key = api_key or config.api_key()
     return url.rstrip("/"), key
 
 
@@ -97,7 +97,7 @@ class ModelConfig:
         base_url: str | None = None,
         api_key: str | None = None,
         prices: str | None = None,
-        url_env: tuple[str, ...] = ("EVALCORE_BASE_URL",),
+        url_env: tuple[str, ...] = (config.BASE_URL,),
         **options: object,
     ) -> Self:
         """The endpoint of the models evalcore converses with (``endpoint_from_env``), ``model`` on it, the prices

@@ -42,6 +42,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalcore import config
 from evalcore._infra.gcpause import paused_gc
 from evalcore.errors import (
     ConflictError,
@@ -63,7 +64,7 @@ _JSON_NULL = "null"
 
 def default_db_path() -> str:
     """``$EVALCORE_DB``, else ``./evalcore.db``."""
-    return os.environ.get("EVALCORE_DB") or "evalcore.db"
+    return config.database()
 
 
 # SQLite's primary result codes that say the database file failed, with what to tell a person.

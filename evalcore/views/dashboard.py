@@ -18,21 +18,24 @@ from typing import Any
 
 from evalcore.agreement import Agreement
 from evalcore.errors import EvalcoreError, UsageError
-from evalcore.identity import link_sql
+from evalcore.identity import link_sql, session_label
 from evalcore.metrics import create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.schema import STATUSES
 from evalcore.store.runs import Run, Runs
 from evalcore.store.store import Store
+from evalcore.views.table import spread
 
 __all__ = [
     "Bin",
     "Comparison",
+    "DisagreementRow",
     "Distribution",
     "Group",
     "Heatmap",
     "Pair",
     "ReviewProgress",
+    "WorseRow",
     "by_assistant",
     "agreement_note",
     "compare_runs",
@@ -310,29 +313,44 @@ def _refs(store: Store, pks: list[int]) -> dict[int, str]:
     return dict(store.db.execute(sql, pks).fetchall())
 
 
-def worse_rows(c: Comparison) -> list[dict[str, Any]]:
-    """The sessions that got worse as table rows: session, the two values, the change."""
-    from evalcore.views.review.tables import session_label
+@dataclass(frozen=True)
+class WorseRow:
+    """A session that got worse from one run to the other: its two values (headed by the runs) and the change."""
 
+    session: str
+    runs: dict[str, float] = spread()
+    change: float = 0.0
+
+
+def worse_rows(c: Comparison) -> list[WorseRow]:
+    """The sessions that got worse as table rows: session, the two values, the change."""
     return [
-        {"session": session_label(p.ref), f"run #{c.run_a}": p.a, f"run #{c.run_b}": p.b, "change": p.difference}
-        for p in c.worse
+        WorseRow(session_label(p.ref), {f"run #{c.run_a}": p.a, f"run #{c.run_b}": p.b}, p.difference) for p in c.worse
     ]
 
 
-def disagreement_rows(a: Agreement) -> list[dict[str, Any]]:
-    """The sessions where a judge and the reviewers disagree, largest gap first, as table rows."""
-    from evalcore.views.review.tables import session_label
+@dataclass(frozen=True)
+class DisagreementRow:
+    """A session where a judge and the reviewers disagree."""
 
+    session: str
+    judge: float
+    judge_says: str
+    reviewers_say: str
+    reviewers: int
+
+
+def disagreement_rows(a: Agreement) -> list[DisagreementRow]:
+    """The sessions where a judge and the reviewers disagree, largest gap first, as table rows."""
     binary = a.kind == "binary"
     return [
-        {
-            "session": session_label(p.session_ref),
-            "judge": p.judge_value,
-            "judge says": ("pass" if p.judge else "fail") if binary else str(p.judge),
-            "reviewers say": ("pass" if p.human else "fail") if binary else str(p.human),
-            "reviewers": p.reviewers,
-        }
+        DisagreementRow(
+            session_label(p.session_ref),
+            p.judge_value,
+            ("pass" if p.judge else "fail") if binary else str(p.judge),
+            ("pass" if p.human else "fail") if binary else str(p.human),
+            p.reviewers,
+        )  # fmt: skip
         for p in a.disagreements
     ]
 

@@ -3,36 +3,60 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalcore.store import Store
 from evalcore.store.datasets import overviews
 from evalcore.store.jobs import Job, Jobs
+from evalcore.views.table import column
 from evalcore.views.text import plural
 
-__all__ = ["ImportOutcome", "dataset_rows", "import_outcome", "latest_import"]
+__all__ = ["DatasetRow", "ImportOutcome", "ProblemRow", "dataset_rows", "import_outcome", "latest_import"]
 
 
-def dataset_rows(store: Store) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DatasetRow:
+    """One dataset in the Datasets page's table."""
+
+    dataset: str
+    sessions: int
+    formats: str
+    todo: int  # todo and in progress
+    approved: int
+    rejected: int
+    flagged: int
+    reviewed: float  # the share reviewed, 0 to 1
+    with_truth: int = column("ground truth")
+    last_import: str = column("last import")
+    source: str = column("from")
+
+
+def dataset_rows(store: Store) -> list[DatasetRow]:
     """One row per dataset: size, source formats, review progress and last import."""
-    rows = []
-    for o in overviews(store):
-        rows.append(
-            {
-                "dataset": o.name,
-                "sessions": o.sessions,
-                "formats": ", ".join(o.formats),
-                "todo": o.statuses.get("todo", 0) + o.statuses.get("in_progress", 0),
-                "approved": o.statuses.get("approved", 0),
-                "rejected": o.statuses.get("rejected", 0),
-                "flagged": o.statuses.get("flagged", 0),
-                "reviewed": o.progress,
-                "with ground truth": o.with_truth,
-                "last import": (o.last_import_at or "")[:16].replace("T", " "),
-                "from": o.last_import_source or "",
-            }
-        )
-    return rows
+    return [
+        DatasetRow(
+            o.name,
+            o.sessions,
+            ", ".join(o.formats),
+            o.statuses.get("todo", 0) + o.statuses.get("in_progress", 0),
+            o.statuses.get("approved", 0),
+            o.statuses.get("rejected", 0),
+            o.statuses.get("flagged", 0),
+            o.progress,
+            o.with_truth,
+            (o.last_import_at or "")[:16].replace("T", " "),
+            o.last_import_source or "",
+        )  # fmt: skip
+        for o in overviews(store)
+    ]
+
+
+@dataclass(frozen=True)
+class ProblemRow:
+    """One problem of an import, by line."""
+
+    line: int | None
+    level: str | None
+    problem: str | None
 
 
 @dataclass(frozen=True)
@@ -42,7 +66,7 @@ class ImportOutcome:
     job: Job
     counts: dict[str, int] = field(default_factory=dict)
     format: str | None = None
-    problems: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[ProblemRow] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
@@ -67,10 +91,7 @@ def import_outcome(job: Job) -> ImportOutcome:
     """The outcome of an import job (its counts are empty while it runs)."""
     result = job.result or {}
     counts = {k: int(result.get(k) or 0) for k in ("new", "updated", "unchanged", "failed", "warnings")}
-    problems = [
-        {"line": p.get("line"), "level": p.get("level"), "problem": p.get("message")}
-        for p in result.get("problems") or []
-    ]
+    problems = [ProblemRow(p.get("line"), p.get("level"), p.get("message")) for p in result.get("problems") or []]
     return ImportOutcome(job, counts, result.get("format"), problems)
 
 

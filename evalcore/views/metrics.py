@@ -35,6 +35,7 @@ from evalcore.schema import Session
 from evalcore.store import Store
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.runs import RESUMABLE, Runs
+from evalcore.views.table import column
 
 __all__ = [
     "ESTIMATE_NOTE",
@@ -43,10 +44,13 @@ __all__ = [
     "NEED_LABELS",
     "Applicability",
     "Estimate",
+    "EstimateRow",
     "JudgeView",
     "MetricInfo",
     "NeedsProfile",
     "ParamField",
+    "PastRun",
+    "PickerRow",
     "ProgressView",
     "applicability",
     "estimate",
@@ -292,18 +296,23 @@ def applicability(profile: NeedsProfile, name: str, params: Mapping[str, Any] | 
     return Applicability(name, profile.total, applicable, reason)
 
 
-def picker_rows(profile: NeedsProfile, infos: list[MetricInfo]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PickerRow:
+    """A metric in the picker's table."""
+
+    metric: str
+    applies_to: float  # the share of sessions it applies to, 0 to 1
+    needs: str
+    measures: str
+
+
+def picker_rows(profile: NeedsProfile, infos: list[MetricInfo]) -> list[PickerRow]:
     """The picker's table: each metric with what it measures, the share of sessions it applies to (0 to
     1) and what it needs, with how many sessions have it when not all do."""
     rows = []
     for info in infos:
         fit = applicability(profile, info.name)
-        rows.append({
-            "metric": info.name,
-            "applies to": fit.fraction,
-            "needs": fit.reason or info.needs_text,
-            "measures": info.description,
-        })  # fmt: skip
+        rows.append(PickerRow(info.name, fit.fraction, fit.reason or info.needs_text, info.description))
     return rows
 
 
@@ -577,13 +586,20 @@ ESTIMATE_NOTE = (
 )
 
 
-def estimate_rows(estimates: list[Estimate]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class EstimateRow:
+    """One judge metric's estimate."""
+
+    metric: str
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    cost: float | None = column("cost ($)")
+
+
+def estimate_rows(estimates: list[Estimate]) -> list[EstimateRow]:
     """The estimate's table: one row per judge metric."""
-    return [
-        {"metric": e.metric, "calls": e.calls, "tokens in": e.input_tokens, "tokens out": e.output_tokens,
-         "cost": e.cost}
-        for e in estimates
-    ]  # fmt: skip
+    return [EstimateRow(e.metric, e.calls, e.input_tokens, e.output_tokens, e.cost) for e in estimates]
 
 
 def estimate_total(estimates: list[Estimate]) -> str:
@@ -686,7 +702,31 @@ def _duration(start: str | None, end: str | None) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
-def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class PastRun:
+    """One of a dataset's runs, as the Metrics page lists them."""
+
+    run: int = column("#")
+    started: str = ""
+    status: str = ""
+    metrics: str = ""
+    judge: str = ""
+    items: int = 0
+    done: int = 0
+    failed: int = 0
+    not_applicable: int = column("n/a", default=0)
+    judge_calls: int | None = column("calls", default=None)
+    cost: float | None = column("cost ($)", default=None)
+    duration: str = ""
+
+    @property
+    def label(self) -> str:
+        """The run as a choice of "Unfinished runs": ``#3 tool_call_f1 (cancelled, 40 of 120 items)``."""
+        scored = self.done + self.failed + self.not_applicable
+        return f"#{self.run} {self.metrics} ({self.status}, {scored:,} of {self.items:,} items)"
+
+
+def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
     applicable, judge calls and cost (summed over the session scores), duration and status."""
     store.dataset_id(dataset)  # NotFoundError for no such dataset
@@ -703,30 +743,17 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[dict[str,
     result = []
     for run in runs:
         calls, cost = spent.get(run.id, (None, None))
-        result.append({
-            "run": run.id,
-            "started": run.started_at[:19].replace("T", " "),
-            "status": run.status,
-            "metrics": ", ".join(run.metrics),
-            "judge": run.judge_model or "",
-            "items": run.n_items,
-            "done": run.n_done,
-            "failed": run.n_failed,
-            "not applicable": run.n_not_applicable,
-            "judge calls": calls,
-            "cost": cost,
-            "duration": _duration(run.started_at, run.finished_at or run.updated_at),
-        })  # fmt: skip
+        result.append(
+            PastRun(
+                run.id, run.started_at[:19].replace("T", " "), run.status, ", ".join(run.metrics),
+                run.judge_model or "", run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls, cost,
+                _duration(run.started_at, run.finished_at or run.updated_at),
+            )
+        )  # fmt: skip
     return result
 
 
-def resumable_runs(rows: list[dict[str, Any]], active_run: int | None) -> list[dict[str, Any]]:
+def resumable_runs(rows: list[PastRun], active_run: int | None) -> list[PastRun]:
     """Of ``past_runs``' rows, the runs that can go on: cancelled, failed, or left running by a worker
-    that is gone (not ``active_run``, the one a job works on now); each with a ``label`` to pick it by."""
-    found = []
-    for row in rows:
-        if row["status"] in RESUMABLE and row["run"] != active_run:
-            scored = row["done"] + row["failed"] + row["not applicable"]
-            label = f"#{row['run']} {row['metrics']} ({row['status']}, {scored:,} of {row['items']:,} items)"
-            found.append({**row, "label": label})
-    return found
+    that is gone (not ``active_run``, the one a job works on now)."""
+    return [row for row in rows if row.status in RESUMABLE and row.run != active_run]

@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from evalcore.errors import UsageError
+from evalcore.identity import session_label
 from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter, browse
 from evalcore.store.runs import Runs
-from evalcore.views.review.tables import session_label
+from evalcore.views.table import column, spread
 
-__all__ = ["SessionsTable", "page_filter", "sessions_table"]
+__all__ = ["SessionRow", "SessionsTable", "page_filter", "sessions_table"]
 
 _TRUTH = {"any": None, "present": True, "missing": False}
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One session in the Sessions page's table: its review state, what it holds, and its latest scores."""
+
+    status: str
+    id: str
+    assistant: str
+    first_question: str
+    turns: int
+    tool_calls: int
+    tags: str
+    ground_truth: bool
+    score: float | None = column("score", default=None)  # the sort's run's score, when sorted by one
+    scores: dict[str, float | None] = spread(default_factory=dict)  # the latest value of each metric
+    last_edit_by: str = ""
+    updated: str = ""
 
 
 @dataclass(frozen=True)
@@ -21,18 +39,25 @@ class SessionsTable:
     """A page of sessions as table rows, the metric columns they have, and how many match in all."""
 
     total: int
-    rows: list[dict[str, Any]]
+    rows: list[SessionRow]
     metrics: list[str] = field(default_factory=list)
     pks: list[int] = field(default_factory=list)
     refs: list[str] = field(default_factory=list)
+    scored: bool = False  # the rows carry the sort's score
 
     @property
     def columns(self) -> list[str]:
-        """The columns worth showing: an assistant or tags column that is empty on every row is left out."""
+        """The columns worth showing, in order: an assistant, tags or "last edit by" column that is empty on every
+        row is left out, and the score unless the page is sorted by one."""
         if not self.rows:
             return []
-        optional = ("assistant", "tags", "last edit by")
-        return [c for c in self.rows[0] if c not in optional or any(row[c] for row in self.rows)]
+        shown = ["status", "id"]
+        shown += [name for name in ("assistant",) if any(row.assistant for row in self.rows)]
+        shown += ["first_question", "turns", "tool_calls"]
+        shown += [name for name in ("tags",) if any(row.tags for row in self.rows)]
+        shown += ["ground_truth", *(["score"] if self.scored else []), *self.metrics]
+        shown += [name for name in ("last_edit_by",) if any(row.last_edit_by for row in self.rows)]
+        return [*shown, "updated"]
 
 
 def page_filter(
@@ -84,24 +109,16 @@ def sessions_table(
     latest = runs.latest_values([item.pk for item in page.items]) if metrics else {}
     rows = []
     for item in page.items:
-        row: dict[str, Any] = {
-            "status": item.status,
-            "id": session_label(item.link),
-            "assistant": item.assistant_id or "",
-            "first question": item.title,
-            "turns": item.n_turns,
-            "tool calls": item.n_tool_calls,
-            "tags": ", ".join(item.tags),
-            "ground truth": item.has_truth,
-        }
-        if item.score is not None:
-            row["score"] = item.score
         scores = latest.get(item.pk, {})
-        for metric in metrics:
-            row[metric] = scores.get(metric)
-        row["last edit by"] = item.updated_by or ""
-        row["updated"] = (item.updated_at or "")[:16].replace("T", " ")
-        rows.append(row)
+        rows.append(
+            SessionRow(
+                item.status, session_label(item.link), item.assistant_id or "", item.title, item.n_turns,
+                item.n_tool_calls, ", ".join(item.tags), item.has_truth, item.score,
+                {metric: scores.get(metric) for metric in metrics}, item.updated_by or "",
+                (item.updated_at or "")[:16].replace("T", " "),
+            )
+        )  # fmt: skip
     return SessionsTable(
-        page.total, rows, metrics, [item.pk for item in page.items], [item.link for item in page.items]
-    )
+        page.total, rows, metrics, [item.pk for item in page.items], [item.link for item in page.items],
+        scored=sort == "score",
+    )  # fmt: skip

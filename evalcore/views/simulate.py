@@ -3,12 +3,12 @@ outline, its samples, the endpoint, and a solver job's progress. The page only r
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from evalcore import config
 from evalcore.identity import identity_key
 from evalcore.model import ModelConfig
 from evalcore.model.config import endpoint_from_env
@@ -40,14 +40,13 @@ __all__ = [
 ]
 
 #: Where the page looks for task files besides the sample data's ``tasks/`` folder.
-TASKS_ENV = "EVALCORE_TASKS"
 #: Sample rows the page previews.
 PREVIEW_ROWS = 5
 
 
 def task_files(sample_folder: Path) -> list[Path]:
     """The task files to pick from: ``$EVALCORE_TASKS`` (a folder), else the sample data's ``tasks/``."""
-    folder = Path(os.environ.get(TASKS_ENV) or sample_folder / "tasks")
+    folder = Path(config.tasks_folder() or sample_folder / "tasks")
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
@@ -183,7 +182,7 @@ def endpoint_view() -> EndpointView:
 
 def default_model() -> str:
     """The model the form starts with: ``$EVALCORE_MODEL``, else nothing."""
-    return os.environ.get("EVALCORE_MODEL", "")
+    return config.model()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ Columns come in the order a reviewer reads them (what matters first), values as 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from evalcore.identity import session_label
@@ -14,8 +15,21 @@ from evalcore.store.runs import SessionScore
 from evalcore.store.verdicts import Verdict
 from evalcore.views.review.transcript import TranscriptView
 from evalcore.views.review.weights import WeightsExplanation, format_number
+from evalcore.views.table import column
 
-__all__ = ["edit_label", "history_rows", "score_rows", "session_label", "short", "verdict_rows", "weight_rows"]
+__all__ = [
+    "HistoryRow",
+    "ScoreRow",
+    "VerdictRow",
+    "WeightRow",
+    "edit_label",
+    "history_rows",
+    "score_rows",
+    "session_label",
+    "short",
+    "verdict_rows",
+    "weight_rows",
+]
 
 
 def short(value: Any, limit: int = 120) -> str:
@@ -27,47 +41,70 @@ def short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def weight_rows(view: TranscriptView, typed: list[float | None], explained: WeightsExplanation) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class WeightRow:
+    """A turn's weight: as typed, and as Gaussia's rules make it."""
+
+    turn: int
+    typed: str = column("weight typed")
+    effective: float = 0.0
+    question: str = ""
+
+
+def weight_rows(view: TranscriptView, typed: list[float | None], explained: WeightsExplanation) -> list[WeightRow]:
     """One row per turn: its weight as typed, its effective weight, and its question."""
     return [
-        {
-            "turn": turn.index + 1,
-            "typed": format_number(weight) if weight is not None else "",
-            "effective": effective,
-            "question": turn.query[:100],
-        }
+        WeightRow(turn.index + 1, format_number(weight) if weight is not None else "", effective, turn.query[:100])
         for turn, weight, effective in zip(view.turns, typed, explained.effective, strict=True)
     ]
 
 
-def score_rows(scores: list[SessionScore]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ScoreRow:
+    """One score of the session, in one run."""
+
+    metric: str
+    value: float | None
+    reason: str
+    run: str
+    model: str
+    tokens: int | None
+    cost: float | None
+
+
+def score_rows(scores: list[SessionScore]) -> list[ScoreRow]:
     """One row per score, newest run first: metric, value and reason, then how it was made."""
     return [
-        {
-            "metric": s.metric + ("" if s.turn is None else f" · turn {s.turn + 1}"),
-            "value": s.value,
-            "reason": s.reason or s.error or s.status.replace("_", " "),
-            "run": f"#{s.run_id} · {s.run_started_at[:10]}",
-            "model": s.model or "",
-            "tokens": (s.input_tokens or 0) + (s.output_tokens or 0) or None,
-            "cost": s.cost,
-        }
+        ScoreRow(
+            s.metric + ("" if s.turn is None else f" · turn {s.turn + 1}"),
+            s.value,
+            s.reason or s.error or s.status.replace("_", " "),
+            f"#{s.run_id} · {s.run_started_at[:10]}",
+            s.model or "",
+            (s.input_tokens or 0) + (s.output_tokens or 0) or None,
+            s.cost,
+        )  # fmt: skip
         for s in scores
     ]
 
 
-def history_rows(edits: list[Edit]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class HistoryRow:
+    """One edit of the session's history."""
+
+    edit: int = column("#")
+    at: str = ""
+    by: str = ""
+    field: str = ""
+    new: str = ""
+    old: str = ""
+    reason: str = ""
+
+
+def history_rows(edits: list[Edit]) -> list[HistoryRow]:
     """The history, newest first: who changed what from what to what, when and why."""
     return [
-        {
-            "edit": e.id,
-            "at": e.at[:16].replace("T", " "),
-            "by": e.author,
-            "field": e.where,
-            "new": short(e.new),
-            "old": short(e.old),
-            "reason": e.reason or "",
-        }
+        HistoryRow(e.id, e.at[:16].replace("T", " "), e.author, e.where, short(e.new), short(e.old), e.reason or "")
         for e in reversed(edits)
     ]
 
@@ -77,7 +114,16 @@ def edit_label(edit: Edit) -> str:
     return f"#{edit.id} · {edit.where} · by {edit.author} · {edit.at[:16].replace('T', ' ')}"
 
 
-def verdict_rows(verdicts: list[Verdict]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class VerdictRow:
+    """Another reviewer's verdict."""
+
+    reviewer: str
+    verdict: str
+    value: float
+    at: str
+
+
+def verdict_rows(verdicts: list[Verdict]) -> list[VerdictRow]:
     """Other reviewers' verdicts."""
-    return [{"reviewer": v.author, "verdict": v.name, "value": v.value, "at": v.at[:16].replace("T", " ")}
-            for v in verdicts]  # fmt: skip
+    return [VerdictRow(v.author, v.name, v.value, v.at[:16].replace("T", " ")) for v in verdicts]

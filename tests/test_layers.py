@@ -1,0 +1,90 @@
+"""The layers the README's map describes, checked on the source: who may import whom, who reads the environment."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "evalcore"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every evalcore module ``path`` imports, at any depth of the file (lazy imports included)."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "lazy_names":
+            for value in ast.walk(node):
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    found.add(value.value)
+    return {name for name in found if name.startswith("evalcore.")}  # (``from evalcore import x``: its names)
+
+
+def _modules(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.py"))
+
+
+def _allowed(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+# What each layer may import from evalcore (besides itself). Names, not modules, may follow a package
+# (``from evalcore.store.records import Edit`` lists ``evalcore.store.records.Edit`` too): prefixes cover both.
+LAYERS = {
+    "evalcore._infra": ("evalcore._infra", "evalcore.errors"),
+    "evalcore.store": (
+        "evalcore.store",
+        "evalcore.schema",
+        "evalcore.identity",
+        "evalcore.errors",
+        "evalcore._infra",
+        "evalcore.config",
+    ),  # fmt: skip
+    "evalcore.schema": ("evalcore.schema", "evalcore.errors", "evalcore._infra"),
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_each_layer_imports_only_what_is_below_it(layer: str) -> None:
+    folder = PACKAGE / layer.split(".", 1)[1]
+    wrong = {
+        f"{_module(path)} imports {name}"
+        for path in _modules(folder)
+        for name in _imports(path)
+        if not _allowed(name, LAYERS[layer])
+    }
+    assert not wrong, sorted(wrong)
+
+
+def test_the_views_are_imported_by_the_pages_only() -> None:
+    users = {
+        _module(path)
+        for path in _modules(PACKAGE)
+        if not _module(path).startswith("evalcore.views")
+        for name in _imports(path)
+        if _allowed(name, ("evalcore.views",))
+    }
+    assert not users, sorted(users)
+
+
+def test_only_the_config_module_reads_the_environment() -> None:
+    readers = []
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and path.name != "config.py":
+                readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not readers, readers
