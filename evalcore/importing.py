@@ -25,7 +25,7 @@ from evalcore.errors import StoreError
 from evalcore.identity import repeat_name
 from evalcore.reading import BatchEvent, CountsEvent, Event, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import Session, validate_session
-from evalcore.store.imports import BatchCounts, mark_imported, store_batch
+from evalcore.store.imports import BatchCounts
 from evalcore.store.rows import row_for
 from evalcore.store.store import Store
 
@@ -73,7 +73,7 @@ def import_file(
     forked processes of its own (``evalcore.formats.parallel``).
     """
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     if workers is None:
         workers = default_workers() if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
     args = (str(path), fmt, dataset_id, batch_size, workers)
@@ -98,7 +98,7 @@ def import_stream(
     ``size`` (bytes, when known) is the total ``on_progress`` reports against.
     """
     source = Path(name).name or "upload"
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     events_ = stream_events(stream, source, fmt, dataset_id, batch_size)
     return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
 
@@ -108,7 +108,7 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
     would: each validated (one with an error is reported and not stored), a session of the same identity
     (``evalcore.identity``) updated in place, an unchanged one left alone; in one transaction."""
     report = ImportReport(dataset=dataset, format="evalcore")
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     rows = []
     keys: set[str] = set()
     for position, session in enumerate(sessions):
@@ -128,7 +128,7 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
         keys.add(row.key)
         rows.append(row)
     if rows:
-        _add(report, store_batch(store, dataset_id, source, rows))
+        _add(report, store.sessions.store_batch(dataset_id, source, rows), source, None)
     return report
 
 
@@ -153,18 +153,18 @@ def _store_events(
             if on_problem:
                 on_problem(item)
         elif isinstance(event, BatchEvent):
-            _add(report, store_batch(store, dataset_id, source, event.rows))
+            _add(report, store.sessions.store_batch(dataset_id, source, event.rows), path, on_problem)
             read = event.bytes_read
             if on_progress:
                 on_progress(read, max(total, read))
         elif isinstance(event, CountsEvent):  # the last event
-            report.failed, report.warnings, report.format = event.failed, event.warnings, event.format
+            report.failed, report.warnings, report.format = report.failed + event.failed, event.warnings, event.format
         else:  # FailedEvent: what was read before is stored; the rest is not
             where = f" after line {event.line}" if event.line else ""
             raise StoreError(
                 f"reading {path} stopped{where}: {event.reason}; the {report.stored} sessions before it are stored"
             )
-    mark_imported(store, dataset_id, source)
+    store.datasets.mark_imported(dataset_id, source)
     if on_progress:
         total = max(total, read)
         on_progress(total, total)
@@ -204,7 +204,17 @@ def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size:
             process.stdout.close()
 
 
-def _add(report: ImportReport, counts: BatchCounts) -> None:
+def _add(
+    report: ImportReport, counts: BatchCounts, path: str, on_problem: Callable[[FileProblem], None] | None
+) -> None:
+    """Count a stored batch; each row the database refused is a problem on its line (the others are stored)."""
     report.new += counts.new
     report.updated += counts.updated
     report.unchanged += counts.unchanged
+    for line, why in counts.refused:
+        report.failed += 1
+        item = FileProblem(path, line or 0, "error", why)
+        if len(report.problems) < MAX_KEPT_PROBLEMS:
+            report.problems.append(item)
+        if on_problem:
+            on_problem(item)

@@ -16,8 +16,9 @@ import streamlit as st
 from evalcore import background, config
 from evalcore.errors import ConflictError, EvalcoreError
 from evalcore.samples import ensure_samples
-from evalcore.store import Store, default_db_path
+from evalcore.store import Store, default_db_path, open_store
 from evalcore.store.queries import SessionFilter
+from evalcore.store.store import is_postgres, sqlite_path
 from evalcore.views.table import labels, records
 from evalcore.views.text import literal_markdown
 
@@ -66,7 +67,7 @@ def sample_folder() -> Path:
 
 @st.cache_resource(show_spinner="Opening the database…")
 def _store(path: str) -> Store:
-    store = Store(path)
+    store = open_store(path)
     folder = sample_folder()
     if folder.is_dir():
         ensure_samples(store, folder)  # once per database: a newcomer sees real data on every page
@@ -75,7 +76,8 @@ def _store(path: str) -> Store:
 
 def store() -> Store:
     """The store of this server (each browser session's thread gets its own connection)."""
-    return _store(os.path.abspath(db_path()))
+    where = db_path()
+    return _store(where if is_postgres(where) else os.path.abspath(sqlite_path(where)))
 
 
 def reviewer() -> str | None:

@@ -23,7 +23,7 @@ from evalcore.formats.jsonio import iter_records
 from evalcore.importing import import_file, import_stream
 from evalcore.reading import BatchEvent, CountsEvent, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import MAX_DEPTH, Session, validate_session
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.store.rows import ROW_COLUMNS, Row
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
@@ -76,13 +76,13 @@ def test_parser_limits_are_problems_on_their_lines_and_every_other_record_is_rea
 @pytest.mark.parametrize("workers", [1, 2])
 def test_what_validate_accepts_import_stores_in_one_process_and_in_two(tmp_path: Path, workers: int) -> None:
     source, bad = _hostile_file(tmp_path / "in.jsonl")
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         report = import_file(store, source, "d", workers=workers)
         assert (report.new, report.failed) == (5, 4)
         assert [(p.line, p.message.split(":")[0]) for p in report.problems] == [
             (line, problem.split(":")[0]) for line, problem in bad
         ]
-        assert len(store.pks("d")) == 5
+        assert len(store.sessions.pks("d")) == 5
     out = tmp_path / "out.jsonl"
     converted = convert_file(source, out, to="ragas")
     assert (converted.sessions, converted.errors) == (5, 4) and len(load_output(out)) == 5
@@ -98,7 +98,7 @@ def test_a_lone_surrogate_inside_tool_call_arguments_is_kept_as_the_arguments_te
     assert convert_file(source, out, to="openai").sessions == 1
     (row,) = load_output(out)
     assert row["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"city": "\\ud800"}'
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 1
 
 
@@ -166,10 +166,13 @@ def test_a_read_that_fails_midway_hands_over_what_it_read_then_names_the_line(tm
     assert isinstance(failed, FailedEvent) and "Input/output error" in failed.reason
     stored = len(got[0].rows)  # type: ignore[union-attr]
     assert failed.line == stored and stored > 500  # every whole line before the failure
-    with Store(tmp_path / "s.db") as store, pytest.raises(StoreError, match=rf"stopped after line {stored}: OSError"):
+    with (
+        open_store(tmp_path / "s.db") as store,
+        pytest.raises(StoreError, match=rf"stopped after line {stored}: OSError"),
+    ):
         import_stream(store, _FailingStream(data, good), "in.jsonl", "d")  # type: ignore[arg-type]
-    with Store(tmp_path / "s.db") as store:
-        assert len(store.pks("d")) == stored
+    with open_store(tmp_path / "s.db") as store:
+        assert len(store.sessions.pks("d")) == stored
 
 
 def _session(**metadata: Any) -> Session:
@@ -294,7 +297,7 @@ def test_a_read_only_format_is_refused_before_any_file_is_made(tmp_path: Path) -
             convert_file(source, out, to=fmt)
         with pytest.raises(UsageError, match="is read-only"), writer_for(out, fmt):
             pass
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         import_file(store, source, "d")
         with pytest.raises(UsageError, match="swarm is read-only"):
             export_dataset(store, "d", out, "swarm")
@@ -306,7 +309,7 @@ def test_a_stored_session_holding_nan_can_be_replaced_by_a_new_import(tmp_path: 
     row = {"user_input": [{"content": "q", "type": "human"}, {"content": "a", "type": "ai",
            "tool_calls": [{"name": "f", "args": {"x": float("nan"), "y": float("inf")}}]}]}  # fmt: skip
     source.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 1
         row["user_input"][0]["content"] = "changed"
         source.write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -328,5 +331,5 @@ def test_a_first_line_array_of_json_lines_costs_no_later_line(tmp_path: Path) ->
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     source.write_text("".join(json.dumps(messages) + "\n" for _ in range(3)), encoding="utf-8")
     assert (validate_file(source).sessions, validate_file(source).errors) == (3, 0)
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 3

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import NotFoundError
 from evalcore.store.records import now
-from evalcore.store.store import Store
+
+if TYPE_CHECKING:
+    from evalcore.store.store import Store
 
 __all__ = ["STALLED_AFTER", "Job", "Jobs"]
 
@@ -69,25 +71,26 @@ class Job:
 
 
 class Jobs:
-    """The jobs table of one store."""
+    """The jobs of one store (``store.jobs``)."""
 
     def __init__(self, store: Store) -> None:
-        self.store = store
+        self._engine = store._engine
 
     def create(self, kind: str, dataset: str, label: str, *, author: str | None, total: int = 0, unit: str) -> int:
         """Record a job that starts now; returns its id."""
         stamp = now()
-        with self.store.write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at) "
-                "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-                [kind, dataset, label, author, total, unit, stamp, stamp],
+        with self._engine.write() as conn:
+            return int(
+                conn.execute(
+                    "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING id",
+                    [kind, dataset, label, author, total, unit, stamp, stamp],
+                ).fetchone()[0]
             )
-            return int(cursor.lastrowid or 0)
 
     def progress(self, job_id: int, done: int, total: int) -> None:
         """Report how far the job has come."""
-        with self.store.write() as conn:
+        with self._engine.write() as conn:
             conn.execute(
                 "UPDATE jobs SET done = ?, total = ?, updated_at = ? WHERE id = ?", [done, total, now(), job_id]
             )
@@ -95,9 +98,10 @@ class Jobs:
     def finish(self, job_id: int, result: dict[str, Any]) -> None:
         """The job ended well, with ``result``."""
         stamp = now()
-        with self.store.write() as conn:
+        with self._engine.write() as conn:
             conn.execute(
-                "UPDATE jobs SET status = 'done', done = max(done, total), result = ?, updated_at = ?, "
+                "UPDATE jobs SET status = 'done', done = CASE WHEN done > total THEN done ELSE total END, result = ?, "
+                "updated_at = ?, "
                 "finished_at = ? WHERE id = ?",
                 [json.dumps(result), stamp, stamp, job_id],
             )
@@ -113,7 +117,7 @@ class Jobs:
 
     def _stop(self, job_id: int, status: str, error: str, result: dict[str, Any] | None) -> None:
         stamp = now()
-        with self.store.write() as conn:
+        with self._engine.write() as conn:
             conn.execute(
                 "UPDATE jobs SET status = ?, error = ?, result = ?, updated_at = ?, finished_at = ? WHERE id = ?",
                 [status, error, json.dumps(result) if result is not None else None, stamp, stamp, job_id],
@@ -121,23 +125,25 @@ class Jobs:
 
     def set_run(self, job_id: int, run_id: int) -> None:
         """Record the run a scoring job works on."""
-        with self.store.write() as conn:
+        with self._engine.write() as conn:
             conn.execute("UPDATE jobs SET run_id = ? WHERE id = ?", [run_id, job_id])
 
     def request_cancel(self, job_id: int, author: str) -> None:
         """Ask the job to stop (its worker looks: ``cancel_requested``)."""
-        with self.store.write() as conn:
+        with self._engine.write() as conn:
             if conn.execute("UPDATE jobs SET cancel_by = ? WHERE id = ?", [author, job_id]).rowcount == 0:
                 raise NotFoundError(f"no job #{job_id}")
 
     def cancel_requested(self, job_id: int) -> str | None:
         """Who asked job ``job_id`` to stop, if anyone has (one small query: a worker asks often)."""
-        row = self.store.db.execute("SELECT cancel_by FROM jobs WHERE id = ?", [job_id]).fetchone()
+        with self._engine.read() as conn:
+            row = conn.execute("SELECT cancel_by FROM jobs WHERE id = ?", [job_id]).fetchone()
         return None if row is None else row[0]
 
     def get(self, job_id: int) -> Job:
         """The job ``job_id``."""
-        row = self.store.db.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", [job_id]).fetchone()
+        with self._engine.read() as conn:
+            row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", [job_id]).fetchone()
         if row is None:
             raise NotFoundError(f"no job #{job_id}")
         return _job(row)
@@ -149,7 +155,8 @@ class Jobs:
         if dataset is not None:
             sql += " WHERE dataset = ?"
             args.append(dataset)
-        rows = self.store.db.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit]).fetchall()
+        with self._engine.read() as conn:
+            rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit]).fetchall()
         return [_job(r) for r in rows]
 
     def active(self, dataset: str | None = None) -> list[Job]:
@@ -159,7 +166,8 @@ class Jobs:
         if dataset is not None:
             sql += " AND dataset = ?"
             args.append(dataset)
-        rows = self.store.db.execute(sql + " ORDER BY id DESC", args).fetchall()
+        with self._engine.read() as conn:
+            rows = conn.execute(sql + " ORDER BY id DESC", args).fetchall()
         return [job for job in map(_job, rows) if job.active]
 
 

@@ -52,8 +52,8 @@ from _common import RAGAS_LOAD, RAGAS_PYTHON, REFERENCE, build_ragas_file, ensur
 import evalcore
 from evalcore.exporting import export_dataset
 from evalcore.importing import import_file
-from evalcore.store import Store
-from evalcore.store.queries import Page, SessionFilter, browse
+from evalcore.store import Store, open_store
+from evalcore.store.queries import Page, SessionFilter
 
 SMALL, LARGE = 20_000, 100_000
 REPEAT = 3  # best of, for everything at 20,000 sessions
@@ -147,7 +147,7 @@ def time_import(tmp: Path, src: BenchFile, repeat: int) -> tuple[float, Path]:
     for rep in range(repeat):
         remove_db(db)
         db = tmp / f"store-{src.sessions}-{rep}.db"
-        with Store(db) as store:
+        with open_store(db) as store:
             gc.collect()
             start = time.perf_counter()
             report = import_file(store, src.path, DATASET)
@@ -160,7 +160,7 @@ def time_import(tmp: Path, src: BenchFile, repeat: int) -> tuple[float, Path]:
 def time_reimport(db: Path, src: BenchFile) -> float:
     """Best of ``REPEAT`` imports of the file already in the store."""
     times = []
-    with Store(db) as store:
+    with open_store(db) as store:
         for _ in range(REPEAT):
             gc.collect()
             start = time.perf_counter()
@@ -228,7 +228,7 @@ def set_up_review(store: Store, sessions: int) -> Review:
     status = rng.choices(list(STATUS_WEIGHTS), weights=list(STATUS_WEIGHTS.values()), k=sessions)
     assistant = rng.choices(list(ASSISTANTS), weights=list(ASSISTANTS.values()), k=sessions)
     tags = [[t for t, share in TAG_SHARE.items() if rng.random() < share] for _ in range(sessions)]
-    pks = store.pks(DATASET)
+    pks = store.sessions.pks(DATASET)
     if len(pks) != sessions:
         raise SystemExit(f"bench: the store holds {len(pks)} sessions, not {sessions}")
     start = time.perf_counter()
@@ -244,10 +244,10 @@ def set_up_review(store: Store, sessions: int) -> Review:
     review = Review(status, assistant, tags, sql_seconds=time.perf_counter() - start)
     for i in range(0, sessions, sessions // API_STATUSES):
         pk = pks[i]
-        version = store.get(pk).version
+        version = store.sessions.get(pk).version
         new = "flagged" if status[i] == "approved" else "approved"
         start = time.perf_counter()
-        store.set_status(pk, new, base_version=version, author="bench")
+        store.sessions.set_status(pk, new, base_version=version, author="bench")
         review.set_status_ms.append((time.perf_counter() - start) * 1000)
         status[i] = new
     return review
@@ -353,8 +353,8 @@ class Timed:
 
 def time_query(store: Store, query: Query) -> Timed:
     def run() -> Page:
-        return browse(
-            store, DATASET, query.filters, sort=query.sort, descending=query.descending, limit=50, offset=query.offset
+        return store.sessions.browse(
+            DATASET, query.filters, sort=query.sort, descending=query.descending, limit=50, offset=query.offset
         )
 
     problem = check_page(query, run())
@@ -371,7 +371,7 @@ def time_query(store: Store, query: Query) -> Timed:
 
 def time_export(db: Path, dst: Path, to: str, sessions: int) -> float:
     times = []
-    with Store(db) as store:
+    with open_store(db) as store:
         for _ in range(REPEAT):
             gc.collect()
             start = time.perf_counter()
@@ -522,7 +522,7 @@ def main() -> int:
         reimport = time_reimport(dbs[SMALL], files[SMALL])
 
         progress("browse")
-        with Store(dbs[LARGE]) as store:
+        with open_store(dbs[LARGE]) as store:
             review = set_up_review(store, LARGE)
             timed = [time_query(store, q) for q in queries(files[LARGE], review)]
         remove_db(dbs[LARGE])

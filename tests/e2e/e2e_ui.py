@@ -22,6 +22,8 @@ from app_server import settle, streamlit_server
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from evalcore.store import open_store
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DATA = ROOT / "sample_data"
 
@@ -47,14 +49,13 @@ class Server:
     def import_sessions(self, dataset: str, lines: list[Any], name: str) -> list[str]:
         """Write ``lines`` to a file called ``name``, import it with evalcore's importer; the sessions' refs."""
         from evalcore.importing import import_file
-        from evalcore.store import Store
 
         path = self.folder / name
         path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
-        with Store(self.db) as store:
+        with open_store(self.db) as store:
             report = import_file(store, path, dataset)
             assert report.new == len(lines), report
-            return [store.get(pk).ref for pk in store.pks(dataset)]
+            return [store.sessions.get(pk).ref for pk in store.sessions.pks(dataset)]
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
