@@ -87,6 +87,13 @@ _UNREACHABLE = re.compile(
     r"name or service not known|connection to server .* failed|network is unreachable",
     re.IGNORECASE,
 )
+_SAID = (  # what the server says when it refuses a connection (no SQLSTATE reaches the client then)
+    (re.compile(r"password authentication failed", re.IGNORECASE), "28P01"),
+    (re.compile(r"no pg_hba\.conf entry|role \"[^\"]*\" does not exist", re.IGNORECASE), "28000"),
+    (re.compile(r"database \"[^\"]*\" does not exist", re.IGNORECASE), "3D000"),
+    (re.compile(r"the database system is (starting up|shutting down|in recovery mode)", re.IGNORECASE), "57P03"),
+    (re.compile(r"too many clients|remaining connection slots", re.IGNORECASE), "53300"),
+)
 _LOST = re.compile(
     r"server closed the connection|consuming input failed|connection is (closed|lost|bad)|terminating connection|"
     r"the connection is lost|ssl syscall|eof detected|broken pipe",
@@ -121,8 +128,14 @@ def _fault(exc: BaseException, where: str, *, opening: bool = False) -> Database
     state = getattr(exc, "sqlstate", None) or ""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     found = _STATES.get(state)
+    if found is None and isinstance(exc, psycopg.DataError) and "NUL" in text:  # (refused before it is sent)
+        state, found = "22021", _STATES["22021"]
     if found is None and state[:2] == "08":
         found = ("lost", "the connection to the server failed", "nothing of the failed change was saved; try again")
+    if found is None and not state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        said = next((code for pattern, code in _SAID if pattern.search(str(exc))), None)
+        if said is not None:  # (a refused connection carries the server's words, not its SQLSTATE)
+            state, found = said, _STATES[said]
     if found is None and not state and isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
         if opening or _UNREACHABLE.search(text):
             found = ("unreachable", "the server cannot be reached", "check that it runs and that the host, port or "
@@ -239,7 +252,11 @@ class PostgresEngine(Engine):
         self._pool: ConnectionPool[Any] | None = None
         self._reach()
         if check:
-            self.check_schema()
+            try:
+                self.check_schema()
+            except BaseException:
+                self.close()
+                raise
 
     # -- connections ---------------------------------------------------------------------------------
 

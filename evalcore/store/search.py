@@ -28,6 +28,7 @@ def _table() -> dict[int, str]:
     from evalcore.store.fts5_table import FOLDED, SEPARATORS  # (on first use: 32 KB of table)
 
     table = {c: " " for first, last in SEPARATORS for c in range(first, last + 1)}
+    table[0] = " "  # (NUL ends a word for FTS5 too: its text stops there)
     table.update(FOLDED)
     return table
 
