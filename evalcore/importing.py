@@ -176,7 +176,8 @@ def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size:
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
     reader's next write fails and it stops. The reader's standard error goes to a temporary
     file, never to the screen: should it die, its last words end the error raised here."""
-    command = [sys.executable, "-m", "evalcore.reading", json.dumps([path, fmt, dataset_id, batch_size, workers])]
+    job = [path, fmt, dataset_id, batch_size, workers, os.getpid()]  # (the reader dies with this process)
+    command = [sys.executable, "-m", "evalcore.reading", json.dumps(job)]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
         assert process.stdout is not None

@@ -39,6 +39,7 @@ from evalcore.metrics.calls import SessionCalls
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
 from evalcore.store import Store, open_store
+from evalcore.store.engine import connections_open
 from evalcore.store.jsontext import loads
 from evalcore.store.queries import SessionFilter
 from evalcore.store.records import now
@@ -263,7 +264,9 @@ def _score_deterministic(
 ) -> bool:
     """Score every session left with deterministic metrics, a batch at a time; True when stopped early."""
     if workers > 1 and len(plan.todo) >= PARALLEL_MIN and can_fork():
-        return _score_in_processes(store, plan, sink, should_stop, workers)
+        store.before_fork()  # no connection crosses the fork: each worker opens its own
+        if connections_open(store.identity) == 0:  # (another store of this process has it open: score here instead)
+            return _score_in_processes(store, plan, sink, should_stop, workers)
     for pk, results in _results(store.runs, plan.keyed, plan.todo):
         if should_stop is not None and should_stop():
             return True
@@ -304,7 +307,6 @@ def _score_in_processes(
     rows and writing them as a worker spends scoring (on two CPUs, the time of the whole run)."""
     batches = _worker_batches(plan.todo, workers)
     lock = multiprocessing.get_context("fork").Lock()
-    store.before_fork()  # no connection crosses the fork: each worker opens its own
     pool = fork_pool(workers, _start_worker, (store.url, store.busy_timeout, plan.keyed, plan.run.id, lock))
     pending: deque[concurrent.futures.Future[int]] = deque()
     try:

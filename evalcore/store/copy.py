@@ -200,7 +200,7 @@ def copy_store(
 ) -> CopyReport:
     """Copy every row of ``source`` into ``destination`` (see the module's docstring); ``on_progress(table, rows
     copied of it so far)`` as it goes."""
-    if source.url == destination.url:
+    if source.identity == destination.identity:
         raise UsageError(f"{source.where} is both the source and the destination of the copy")
     src_engine, dst_engine = source._engine, destination._engine
     origin = source.where

@@ -14,6 +14,7 @@ connection, so a repository method called inside a transaction sees what the tra
 from __future__ import annotations
 
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,7 +22,18 @@ from typing import Any, Literal, Protocol
 
 from evalcore.store.rows import Row
 
-__all__ = ["Conn", "Cursor", "Engine", "EngineKind"]
+__all__ = ["Conn", "Cursor", "Engine", "EngineKind", "connections_open"]
+
+#: Every engine of this process (its connections may be open), to tell whether a fork is safe.
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def connections_open(identity: str) -> int:
+    """How many connections to the database ``identity`` (``Engine.identity``) this process holds open, through any
+    store: a child forked to work on it must inherit none (SQLite keeps a file's locks per process, so the child
+    would believe it held locks it does not; a PostgreSQL session is its parent's)."""
+    return sum(engine.open_connections() for engine in list(_ENGINES) if engine.identity == identity)
+
 
 EngineKind = Literal["sqlite", "postgresql"]
 
@@ -53,9 +65,12 @@ class Engine(ABC):
     kind: EngineKind
     #: The database as a person reads it in a message: a file's path, or a URL without its password.
     where: str
+    #: The database, however it was named: a SQLite file's real path, a PostgreSQL URL.
+    identity: str
 
     def __init__(self) -> None:
         self._local = threading.local()
+        _ENGINES.add(self)
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -95,6 +110,10 @@ class Engine(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close every connection this engine opened."""
+
+    @abstractmethod
+    def open_connections(self) -> int:
+        """How many connections this engine holds open now."""
 
     @abstractmethod
     def before_fork(self) -> None:

@@ -247,6 +247,7 @@ class PostgresEngine(Engine):
             raise UsageError(f"PostgreSQL needs psycopg and psycopg_pool: pip install evalcore ({exc})") from exc
         self.url = url
         self.where = public_url(url)
+        self.identity = url
         self._pool_size = pool_size
         self._pool_lock = threading.Lock()
         self._pool: ConnectionPool[Any] | None = None
@@ -331,6 +332,10 @@ class PostgresEngine(Engine):
 
     def before_fork(self) -> None:
         self.close()
+
+    def open_connections(self) -> int:
+        pool = self._pool
+        return 0 if pool is None else max(1, int(pool.get_stats().get("pool_size", 1)))
 
     # -- migrations ----------------------------------------------------------------------------------
 

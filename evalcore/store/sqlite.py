@@ -30,6 +30,7 @@ SQLite Database File", section 2.6. ``before_fork`` closes every connection of t
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -212,6 +213,7 @@ class SqliteEngine(Engine):
         super().__init__()
         self.path = path
         self.where = path
+        self.identity = os.path.realpath(path)
         self.busy_timeout = busy_timeout
         # One connection per thread: Streamlit runs every browser session on threads of its own, and a
         # connection shared between them lets one see another's uncommitted writes.
@@ -321,6 +323,10 @@ class SqliteEngine(Engine):
 
     def before_fork(self) -> None:
         self.close()
+
+    def open_connections(self) -> int:
+        with self._open_lock:
+            return len(self._connections)
 
     # -- migrations ----------------------------------------------------------------------------------
 

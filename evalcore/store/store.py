@@ -113,6 +113,12 @@ class Store:
         return self._engine.kind
 
     @property
+    def identity(self) -> str:
+        """The database, however it was named (a SQLite file's real path, a PostgreSQL URL): for telling whether two
+        stores are one."""
+        return self._engine.identity
+
+    @property
     def where(self) -> str:
         """The database as a person reads it: a file's path, or a URL without its password."""
         return self._engine.where
