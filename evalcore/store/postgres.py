@@ -113,7 +113,8 @@ def public_url(url: str) -> str:
         name = user.split(":", 1)[0]
         host = f"{name}:***@{rest}" if ":" in user else f"{name}@{rest}"
     query = urllib.parse.urlencode(
-        [(k, "***" if k.lower() in ("password", "sslpassword") else v) for k, v in urllib.parse.parse_qsl(parts.query)]
+        [(k, "***" if k.lower() in ("password", "sslpassword") else v) for k, v in urllib.parse.parse_qsl(parts.query)],
+        safe="/*",
     )
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, query, ""))
 
