@@ -95,8 +95,8 @@ class StopRequested(EvalcoreError):
 class Allowance:
     """What one sample's templates may still take: seconds of rendering in all, and the run's ``should_stop``."""
 
-    def __init__(self, seconds: float = MAX_SAMPLE_SECONDS, should_stop: Callable[[], bool] | None = None) -> None:
-        self.seconds = seconds
+    def __init__(self, seconds: float | None = None, should_stop: Callable[[], bool] | None = None) -> None:
+        self.seconds = MAX_SAMPLE_SECONDS if seconds is None else seconds
         self.should_stop = should_stop
         self.spent = 0.0
         self.next_poll = 0.0
@@ -145,7 +145,10 @@ class Budget:
     def enter(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise TooLong(f"the template's calls nest more than {MAX_DEPTH} deep (a macro that calls itself for ever?)")
+            raise TooLong(
+                f"the template's calls nest more than {MAX_DEPTH} deep "
+                "(a macro or a recursive loop calling itself for ever?)"
+            )
 
     def leave(self) -> None:
         self.depth -= 1
@@ -221,10 +224,10 @@ def weigh(value: Any, limit: int = MAX_TEXT, indent: int = 0) -> int:
     return total
 
 
-def check_size(size: int, what: str = "a value") -> None:
-    """``TooLarge`` when ``size`` (characters) is past ``MAX_TEXT``."""
+def check_size(size: int, what: str = "a value", unit: str = "characters") -> None:
+    """``TooLarge`` when ``size`` (characters, or ``unit``) is past ``MAX_TEXT``."""
     if size > MAX_TEXT:
-        raise TooLarge(f"{what} of {size:,} characters; at most {MAX_TEXT:,}")
+        raise TooLarge(f"{what} of {size:,} {unit}; at most {MAX_TEXT:,}")
 
 
 def check_weight(value: Any) -> int:

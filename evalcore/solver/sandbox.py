@@ -172,9 +172,10 @@ def _count_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         raise TooLarge(f"a call with {len(args) + len(kwargs):,} arguments; at most {MAX_ARGS:,}")
 
 
-def _width(value: Any, what: str = "a text") -> None:
+def _width(value: Any, what: str = "a text", unit: str = "characters") -> None:
+    """Refuses a width, count or length past ``MAX_TEXT`` (what it would make: ``what`` of that many ``unit``)."""
     if isinstance(value, int) and value > MAX_TEXT:
-        check_size(value, what)
+        check_size(value, what, unit)
 
 
 Checked = tuple[Any, tuple[Any, ...], dict[str, Any]]
@@ -236,9 +237,9 @@ def _check_join(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Ch
 def _check_fill(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any], count: str) -> Checked:
     times, fill = _arg(args, kwargs, 0, count), _arg(args, kwargs, 1, "fill_with")
     if isinstance(times, int):
-        _width(times, "a list")
+        _width(times, "a list", "items")
         if fill is not None:
-            check_size(weigh(fill) * times, "a list")
+            check_size(weigh(fill) * times, "a list")  # (of that many copies of fill_with)
     return value, args, kwargs
 
 
@@ -374,7 +375,7 @@ def _check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
             longest = max((len(v) for v in args[0].values() if isinstance(v, str | bytes)), default=1)
             check_size(len(owner) * longest, "a text")
     elif isinstance(owner, int) and name == "to_bytes":
-        _width(_arg(args, kwargs, 0, "length", 1), "a value")
+        _width(_arg(args, kwargs, 0, "length", 1), "a value", "bytes")
     elif isinstance(owner, dict | type) and name == "fromkeys" and args:
         items = take(args[0])
         fill = args[1] if len(args) > 1 else None
@@ -383,9 +384,13 @@ def _check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tupl
     return args
 
 
-def _given(result: Any, owner: Any, args: tuple[Any, ...]) -> bool:
-    """Whether ``result`` is what a call was given (its object or an argument), not something it made."""
-    return result is owner or any(result is arg for arg in args)
+def _made_text(obj: Any, result: Any, args: tuple[Any, ...]) -> bool:
+    """Whether the text ``result`` of calling ``obj`` was made by the call: not its object nor an argument given
+    back, nor what a container holds (``sample.get('trace')``)."""
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, Mapping | list | tuple):
+        return False
+    return not (result is owner or any(result is arg for arg in args))
 
 
 #: The globals whose calls make containers of what they are given: their results are weighed.
@@ -486,7 +491,7 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
                 current.leave()
         if any(__obj is maker for maker in _MAKERS):
             size = check_weight(result)
-        elif isinstance(result, _TEXT) and not _given(result, getattr(__obj, "__self__", None), args):
+        elif isinstance(result, _TEXT) and _made_text(__obj, result, args):
             size = len(result)
             check_size(size, "a text")
         else:
