@@ -478,16 +478,17 @@ async def solve(
         raise StopRequested("the run was asked to stop")
 
     workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(samples)))]
-    tasks = set(workers) | ({asyncio.ensure_future(watch(should_stop))} if should_stop is not None else set())
+    everything = [*workers, *([asyncio.ensure_future(watch(should_stop))] if should_stop is not None else [])]
     try:
+        waiting = set(everything)
         while not all(w.done() for w in workers):
-            done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             for finished in done:
                 finished.result()  # the first failure (or the stop), raised
     finally:
-        for pending in (*workers, *tasks):
-            pending.cancel()
-        await asyncio.gather(*workers, *tasks, return_exceptions=True)
+        for running in everything:
+            running.cancel()
+        await asyncio.gather(*everything, return_exceptions=True)  # (each one's end retrieved: none left to log)
     return [r for r in results if r is not None]
 
 
