@@ -2,10 +2,12 @@
 
 A message's ``content`` is a Jinja template over ``sample`` (the sample's fields), ``messages`` (the
 conversation so far: ``{role, content}`` dicts) and ``loop_index`` (the current iteration of the
-innermost loop, from 0). The environment is Jinja's ``ImmutableSandboxedEnvironment``: a template
-cannot reach Python internals (``{{ ''.__class__ }}``, ``{{ sample.__class__ }}``...) nor change
-what it is given; such an attempt fails the sample with a ``TemplateError`` that says so. An
-undefined variable is an error naming it and the builder (``StrictUndefined``), never an empty text.
+innermost loop, from 0). The environment is Jinja's ``ImmutableSandboxedEnvironment`` with bounds
+(``evalcore.solver.sandbox``, ``evalcore.solver.limits``): a template cannot reach Python internals
+(``{{ ''.__class__ }}``, ``{{ sample.__class__ }}``...) nor change what it is given, nor make a value
+past ``MAX_TEXT``, nor run past its deadline; such an attempt fails the sample with a ``TemplateError``
+that says so (a run asked to stop raises ``StopRequested`` instead). An undefined variable is an error
+naming it and the builder (``StrictUndefined``), never an empty text.
 
 Each distinct template of a task is compiled once, when the task is parsed (a syntax error is then a
 problem of the file), and rendered per sample. A content with no Jinja in it is used as it is.
