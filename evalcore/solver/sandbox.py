@@ -7,7 +7,8 @@ make a large value, or to run for long, bounded (the bounds: ``evalcore.solver.l
   through ``call_binop`` and ``call``; every filter is wrapped; the template's own parts are rewritten before
   they are compiled (``_Guard``): each loop iterates through ``_ec_loop`` (the deadline, looked at every
   iteration), each list, tuple and dict it writes and each ``~`` is weighed (``_ec_made``, ``_ec_concat``), and a
-  macro's or a loop body's constant text is counted as it is output. Each of these looks at the render's deadline
+  macro's or a loop body's constant text is counted as it is output. The guards are filters by names no template
+  can write (``evalcore:loop``...). Each of these looks at the render's deadline
   and at the run's ``should_stop`` (``limits.Budget.tick``).
 """
 
@@ -45,13 +46,18 @@ from evalcore.solver.limits import (
 __all__ = ["SandboxEnvironment"]
 
 _TEXT = (str, bytes)
+#: The guards' names as filters: not names a template can write (``x|evalcore:made`` does not parse).
+_GUARDS = {
+    name: f"evalcore:{name.removeprefix('_ec_')}" for name in ("_ec_loop", "_ec_count", "_ec_made", "_ec_concat")
+}
 
 
 # -- the template's own parts, rewritten ---------------------------------------------------------------------------
 
 
-def _wrap(node: nodes.Expr, name: str, *args: int) -> nodes.Filter:
-    """``node|name(*args)``: one of the guards below around ``node``."""
+def _wrap(node: nodes.Expr, guard: Callable[..., Any], *args: int) -> nodes.Filter:
+    """``node|guard(*args)``: one of the guards below around ``node``, by a name no template can write."""
+    name = _GUARDS[guard.__name__]
     return nodes.Filter(node, name, [nodes.Const(a) for a in args], [], None, None, lineno=node.lineno)
 
 
@@ -75,14 +81,22 @@ class _Guard(NodeTransformer):
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
         self.generic_visit(node)
-        node.iter = _wrap(node.iter, "_ec_loop", _constant_output(node.body))  # type: ignore[arg-type]
+        if node.recursive:  # its deeper levels iterate what `loop(...)` is given: the body counts itself
+            self._count(node)
+            node.iter = _wrap(node.iter, _ec_loop)  # type: ignore[arg-type]
+        else:
+            node.iter = _wrap(node.iter, _ec_loop, _constant_output(node.body))  # type: ignore[arg-type]
         return node
+
+    def _count(self, node: nodes.Macro | nodes.CallBlock | nodes.For) -> None:
+        """The constant text of ``node``'s body counted each time the body runs (an output of nothing, first)."""
+        size = _constant_output(node.body)
+        if size:
+            node.body.insert(0, nodes.Output([_wrap(nodes.Const(""), _ec_count, size)], lineno=node.lineno))
 
     def _body(self, node: nodes.Macro | nodes.CallBlock) -> nodes.Node:
         self.generic_visit(node)
-        size = _constant_output(node.body)
-        if size:
-            node.body.insert(0, nodes.Output([_wrap(nodes.Const(""), "_ec_count", size)], lineno=node.lineno))
+        self._count(node)
         return node
 
     visit_Macro = _body
@@ -90,18 +104,18 @@ class _Guard(NodeTransformer):
 
     def _made(self, node: nodes.Expr) -> nodes.Node:
         self.generic_visit(node)
-        return _wrap(node, "_ec_made")
+        return _wrap(node, _ec_made)
 
     visit_List = _made
     visit_Dict = _made
 
     def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
         self.generic_visit(node)
-        return _wrap(node, "_ec_made") if node.ctx == "load" else node
+        return _wrap(node, _ec_made) if node.ctx == "load" else node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
-        return _wrap(nodes.Tuple(node.nodes, "load", lineno=node.lineno), "_ec_concat")
+        return _wrap(nodes.Tuple(node.nodes, "load", lineno=node.lineno), _ec_concat)
 
 
 @pass_context
@@ -109,7 +123,7 @@ def _ec_loop(context: Context, iterable: Iterable[Any], constant: int = 0) -> It
     """A loop's items, the deadline looked at before each, the body's constant text counted for each."""
     for item in iterable:
         current = budget()
-        if current is not None and constant:
+        if current is not None and constant > 0:
             current.make(constant)
         yield item
 
@@ -118,7 +132,7 @@ def _ec_loop(context: Context, iterable: Iterable[Any], constant: int = 0) -> It
 def _ec_count(context: Context, value: str, size: int) -> str:
     """Counts ``size`` characters of constant text about to be output (a macro's body)."""
     current = budget()
-    if current is not None:
+    if current is not None and size > 0:
         current.make(size)
     return value
 
@@ -441,7 +455,7 @@ class SandboxEnvironment(ImmutableSandboxedEnvironment):
         self.filters = {name: _bounded_filter(name, func) for name, func in self.filters.items()}
         self.filters["sum"] = _bounded_filter("sum", _sum)
         for guard in (_ec_loop, _ec_count, _ec_made, _ec_concat):
-            self.filters[guard.__name__] = guard
+            self.filters[_GUARDS[guard.__name__]] = guard
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         tree = _Guard().visit(super()._parse(source, name, filename))
