@@ -314,10 +314,13 @@ def _check_nesting(text: str, source: str) -> None:
     heights: dict[str, int] = {}  # each anchor's height: 0 for a scalar, 1 + its tallest part for a collection
     open_: list[list[Any]] = []  # each collection open: [its anchor, the height of its tallest part so far]
     try:
-        for count, event in enumerate(yaml.parse(text, Loader=yaml.SafeLoader)):
+        count = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
             line = f"line {event.start_mark.line + 1}: " if event.start_mark is not None else ""
-            if count > MAX_VALUES:
-                raise TaskError(source, [_too_many()])
+            if isinstance(event, yaml.NodeEvent):  # a scalar, an alias or a collection: one value
+                count += 1
+                if count > MAX_VALUES:
+                    raise TaskError(source, [_too_many()])
             height = 0
             if isinstance(event, yaml.CollectionStartEvent):
                 open_.append([event.anchor, 0])
