@@ -214,8 +214,7 @@ class _Conversation:
         self.messages: list[Message] = []
         self.chat: list[dict[str, Any]] = []
         self.view = MessagesView()
-        self.sizes: list[int] = []
-        self.size = 0
+        self.size = 0  # characters of the messages' texts
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -232,12 +231,11 @@ class _Conversation:
         self.messages.append(message)
         self.chat.append(chat if chat is not None else {"role": message.role, "content": message.content})
         self.view.append({"role": message.role, "content": text})
-        self.sizes.append(len(text))
         self.size += len(text)
 
     def truncate(self, length: int) -> None:
-        self.size -= sum(self.sizes[length:])
-        del self.messages[length:], self.chat[length:], self.view[length:], self.sizes[length:]
+        self.size -= sum(len(seen["content"]) for seen in self.view[length:])
+        del self.messages[length:], self.chat[length:], self.view[length:]
 
 
 class _Run:
