@@ -47,6 +47,7 @@ __all__ = [
     "budget",
     "check_size",
     "check_weight",
+    "current",
     "printf_size",
     "spec_size",
     "start",
@@ -156,6 +157,10 @@ class Budget:
 
 #: The render under way in this thread (or task); ``None`` outside one (compiling a template).
 _CURRENT: ContextVar[Budget | None] = ContextVar("template_budget", default=None)
+
+
+#: The render under way in this thread (or task), not ticked; ``None`` outside a render.
+current = _CURRENT.get
 
 
 def budget() -> Budget | None:

@@ -32,11 +32,13 @@ from evalcore.solver.limits import (
     MAX_ARGS,
     MAX_EXPONENT,
     MAX_INT_BITS,
+    MAX_MADE,
     MAX_TEXT,
     TooLarge,
     budget,
     check_size,
     check_weight,
+    current,
     printf_size,
     spec_size,
     take,
@@ -113,6 +115,18 @@ class _Guard(NodeTransformer):
         self.generic_visit(node)
         return _wrap(node, _ec_made) if node.ctx == "load" else node
 
+    def visit_Output(self, node: nodes.Output) -> nodes.Node:
+        """A constant output (``{{ 'x' }}``, ``{{ 3 }}``) is the template's own text, as Jinja would fold it (which
+        it cannot here: ``finalize`` needs the render): counted with the rest, not weighed each time."""
+        node.nodes = [
+            nodes.TemplateData(str(child.value), lineno=child.lineno)
+            if isinstance(child, nodes.Const) and (child.value is None or isinstance(child.value, str | int | float))
+            else child
+            for child in node.nodes
+        ]
+        self.generic_visit(node)
+        return node
+
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)
         return _wrap(nodes.Tuple(node.nodes, "load", lineno=node.lineno), _ec_concat)
@@ -120,12 +134,18 @@ class _Guard(NodeTransformer):
 
 @pass_context
 def _ec_loop(context: Context, iterable: Iterable[Any], constant: int = 0) -> Iterator[Any]:
-    """A loop's items, the deadline looked at before each, the body's constant text counted for each."""
-    for item in iterable:
-        current = budget()
-        if current is not None and constant > 0:
-            current.make(constant)
-        yield item
+    """A loop's items, taken 16 at a time: before each 16 the deadline is looked at and the body's constant text
+    counted for each of them."""
+    render = current()
+    if render is None:
+        yield from iterable
+        return
+    items = iter(iterable)
+    while chunk := tuple(itertools.islice(items, 16)):
+        render.tick()
+        if constant > 0:
+            render.make(constant * len(chunk))
+        yield from chunk
 
 
 @pass_context
@@ -160,15 +180,19 @@ def _ec_concat(context: Context, parts: tuple[Any, ...]) -> str:
 
 @pass_context
 def _finalize(context: Context, value: Any) -> Any:
-    """Each value a template outputs: weighed before it is printed, refused past ``MAX_TEXT``."""
+    """Each value a template outputs: weighed before it is printed, refused past ``MAX_TEXT`` (and counted: the
+    time is looked at by the loop it is in, or the render around it)."""
     if isinstance(value, str):
         size = len(value)
-        check_size(size, "a text")
+        if size > MAX_TEXT:
+            check_size(size, "a text")
     else:
         size = check_weight(value)
-    current = budget()
-    if current is not None:
-        current.make(size)
+    render = current()
+    if render is not None:
+        render.made += size
+        if render.made > MAX_MADE:
+            render.make(0)  # (says so)
     return value
 
 

@@ -94,12 +94,11 @@ def _bounded(template: Template, variables: dict[str, Any], allowance: Allowance
     token = limits.start(current)
     try:
         current.tick()
-        for part in template.generate(variables):
+        for part in template.generate(variables):  # (its loops and calls look at the time)
             parts.append(part)
             size += len(part)
             if size > MAX_TEXT:
                 raise TooLarge(f"a text of more than {MAX_TEXT:,} characters")
-            current.tick()
     finally:
         limits.stop(token)
         if allowance is not None:
