@@ -120,8 +120,9 @@ _CANCEL_EVERY = 0.2
 
 def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
     """Ask job ``job_id`` to stop. A scoring job's worker sees the request between two sessions, saves what it
-    scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops when its next sample
-    finishes (run it again to go on). The job ends ``cancelled``. Any tab or process may ask."""
+    scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops within a second, even in the
+    middle of a sample (a template or a model's answer): the samples not finished are left for a later run (run it
+    again to go on). The job ends ``cancelled``. Any tab or process may ask."""
     store.jobs.request_cancel(job_id, author or "someone")
 
 
@@ -246,8 +247,8 @@ def start_solving(
 ) -> int:
     """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
     ``evalcore.solver.dataset.solve_into``); returns the job id. Its key stays in memory, on the worker.
-    ``cancel`` stops it when the next sample finishes: the samples not finished (those in flight included) are
-    left for a later run, which skips the ones stored."""
+    ``cancel`` stops it within a second (in the middle of a sample too): the samples not finished (those in flight
+    included) are left for a later run, which skips the ones stored."""
     label = f"solve {task_name(task)} with {config.model}"
     job_id = store.jobs.create("solve", dataset, label, author=author, total=len(samples), unit="samples")
 

@@ -58,7 +58,7 @@ if running is not None:
     with st.container(border=True):
         if solve_progress(store.jobs.get(job_id)).active:
             # At its end the whole page runs again: the links to the results appear.
-            stopping = "Stopping when the next sample finishes (the others are left for a later run)…"
+            stopping = "Stopping: the samples not finished are left for a later run…"
             _shared.follow_job(job_id, show_progress, stopping=stopping, key="sim_cancel")
         else:
             show_progress(job_id)

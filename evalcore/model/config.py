@@ -6,13 +6,13 @@ models the solver converses with (``evalcore.solver``) both go through ``evalcor
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 from evalcore import config
+from evalcore._infra.jsonopt import json_option
 from evalcore.errors import UsageError
 from evalcore.model.redact import public_url
 
@@ -36,10 +36,10 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
     source = path or config.prices_file()
     if source:
         try:
-            extra = json.loads(Path(source).read_text(encoding="utf-8"))
+            extra = json_option(Path(source).read_text(encoding="utf-8"), "the file")
             for model, pair in extra.items():
                 prices[model] = (float(pair[0]), float(pair[1]))
-        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
+        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError, UsageError) as exc:
             raise UsageError(
                 f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
             ) from exc

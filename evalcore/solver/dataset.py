@@ -21,7 +21,7 @@ from typing import Any
 from evalcore.importing import store_sessions
 from evalcore.model import ModelClient, ModelConfig
 from evalcore.schema import Provenance, Session
-from evalcore.solver.run import SampleResult, sample_key, solve
+from evalcore.solver.run import SampleResult, StopRequested, sample_key, solve
 from evalcore.solver.task import Task
 from evalcore.store import Store
 from evalcore.store.queries import SessionFilter
@@ -169,8 +169,9 @@ async def _solve(
             default_model=config.model,
             concurrency=concurrency,
             on_result=done,
+            should_stop=should_stop,
         )
-    except _Stop:
+    except (_Stop, StopRequested):
         pass
     finally:
         await client.aclose()
