@@ -345,9 +345,20 @@ def _main(args: argparse.Namespace) -> int:
         return EXIT_TERMINATED
 
 
+def _not_the_store(output: str, db: str | None) -> None:
+    """Refuse (exit 2) an output that is the store's database or one of its files, however it is named: before the
+    store is opened, before anything is written."""
+    from evalcore.store.store import refuse_database_file
+
+    refuse_database_file(output, db or config.database())
+    if not output.endswith(".manifest.json"):
+        refuse_database_file(output + ".manifest.json", db or config.database())
+
+
 def _convert(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.convert import convert_file
 
+    _not_the_store(args.output, None)  # (convert opens no store: the default one is not written over either)
     report = convert_file(
         args.input,
         args.output,
@@ -467,6 +478,7 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     )
     if (args.min_score is not None or args.max_score is not None) and (args.run is None or args.metric is None):
         raise UsageError("--min-score and --max-score need --run and --metric")
+    _not_the_store(args.output, args.db)
     bar = ProgressBar(f"exporting {args.dataset}", err)
     with open_store(args.db) as store:
         try:
@@ -494,6 +506,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     if args.output is not None:
         from evalcore._infra.outputs import output_target
 
+        _not_the_store(args.output, args.db)
         output_target(args.output)  # a folder or a missing folder is refused now, not after the run
     judge = JudgeConfig.from_env(
         model=args.judge_model,

@@ -238,6 +238,8 @@ def export_dataset(
     A JSON array when the name ends in ``.json`` (as ``writer_for`` writes), else JSON Lines.
     The file and its manifest appear together or not at all (see the module's docstring).
     """
+    store.refuse_as_output(path)
+    store.refuse_as_output(manifest_path(path))
     export = ExportStream(
         store, dataset, to, filters, array=Path(path).suffix.lower() == ".json", on_progress=on_progress
     )  # checks the dataset, the format and the run before any file is made

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from evalcore._infra.workers import default_workers
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
-from evalcore.errors import StoreError
+from evalcore.errors import DatabaseFaultError, StoreError
 from evalcore.identity import repeat_name
 from evalcore.reading import BatchEvent, CountsEvent, Event, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import Session, validate_session
@@ -153,7 +153,14 @@ def _store_events(
             if on_problem:
                 on_problem(item)
         elif isinstance(event, BatchEvent):
-            _add(report, store.sessions.store_batch(dataset_id, source, event.rows), path, on_problem)
+            try:
+                stored = store.sessions.store_batch(dataset_id, source, event.rows)
+            except DatabaseFaultError as exc:  # this batch is not stored; those before it are: say so
+                kept = f"{report.stored:,} sessions of {source} were stored before it and are kept"
+                raise DatabaseFaultError(
+                    f"{exc} ({kept}; the same import, run again, stores the rest)", exc.code, kind=exc.kind
+                ) from exc
+            _add(report, stored, path, on_problem)
             read = event.bytes_read
             if on_progress:
                 on_progress(read, max(total, read))

@@ -575,6 +575,7 @@ def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) 
     from evalcore._infra.outputs import atomic_output
     from evalcore.exporting import score_records
 
+    store.refuse_as_output(path)
     count = 0
     with atomic_output(path) as out:
         for record in score_records(store, run_id):  # the same records the Export page downloads

@@ -13,6 +13,8 @@ _shared.frame_first()
 
 store = _shared.store()
 st.title("Datasets")
+if problem := _shared.sample_problem():
+    st.warning(f"The sample data could not be loaded: {literal_markdown(problem)}", icon=":material/warning:")
 
 rows = dataset_rows(store)
 if rows:

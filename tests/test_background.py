@@ -256,3 +256,27 @@ def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> 
             name for (name,) in own_connection(store).execute("SELECT name FROM sqlite_master WHERE type = 'index'")
         }
         assert {"idx_scores_warned", "idx_scores_judged", "idx_sessions_format"} <= indexes  # 0006, 0008, 0009
+
+
+def test_a_job_whose_process_was_killed_is_failed_not_running(store: Store) -> None:
+    """The app (or a command) killed in the middle of a job: the job is failed the next time anyone reads it, with
+    why, instead of "running" (and a page polling it) until it looks stalled."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time; from evalcore.store import open_store; "
+        "s = open_store(sys.argv[1]); print(s.jobs.create('import', 'ds', 'import big.jsonl', author='ann', "
+        "unit='bytes'), flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, store.url], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    job_id = int(proc.stdout.readline())
+    assert store.jobs.get(job_id).status == "running" and [j.id for j in store.jobs.active("ds")] == [job_id]
+    proc.kill()
+    proc.wait(10)
+    proc.stdout.close()
+    job = store.jobs.get(job_id)
+    assert job.status == "failed" and job.error is not None
+    assert f"the process running it (pid {proc.pid}) ended before it finished" in job.error
+    assert store.jobs.active("ds") == [] and store.jobs.recent("ds")[0].status == "failed"

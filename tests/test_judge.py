@@ -515,17 +515,64 @@ def test_answer_without_choices_is_a_judge_error() -> None:
     assert "no choices[0].message.content" in str(error)
 
 
-def test_retry_after_as_an_http_date_and_capped_by_max_wait(pauses: list[float]) -> None:
+def test_retry_after_as_an_http_date(pauses: list[float]) -> None:
     past = email.utils.format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
-    future = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
+    future = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=20), usegmt=True)
     limited = (429, {"Retry-After": past}, {"error": {"message": "slow down"}})
+    later = (429, {"Retry-After": future}, {"error": {"message": "come back in 20 s"}})
+    with ScriptedServer(limited, later) as scripted:
+        (verdict,), sent = ask(judge_config(scripted.url, max_wait=30))
+    assert sent == 3 and verdict.answer == Answer(verdict="yes", reason="4 is right")
+    # A date gone by: no wait; a date 20 s ahead: those 20 s (within max_wait).
+    assert pauses[0] == 0.0 and 18 < pauses[1] <= 20
+
+
+def test_a_retry_after_longer_than_max_wait_fails_the_call_at_once_and_the_next_ones_too(pauses: list[float]) -> None:
+    """The endpoint will not answer for an hour: the call is not retried (it says why), and the calls after it are
+    not even sent (a circuit breaker): twenty more items end at once, each with that reason."""
     very_long = (429, {"Retry-After": "3600"}, {"error": {"message": "come back in an hour"}})
-    later = (429, {"Retry-After": future}, {"error": {"message": "come back in a minute"}})
-    with ScriptedServer(limited, very_long, later) as scripted:
-        (verdict,), sent = ask(judge_config(scripted.url, max_wait=0.1))
-    assert sent == 4 and verdict.answer == Answer(verdict="yes", reason="4 is right")
-    # A date gone by: no wait; an hour, and a date a minute ahead: capped at max_wait.
-    assert pauses == [0.0, 0.1, 0.1]
+
+    async def go(config: JudgeConfig) -> list[BaseException | Verdict]:
+        async with Judge(config) as judge:
+            first = await asyncio.gather(judge.ask(SYSTEM, USER, Answer), return_exceptions=True)
+            more = await asyncio.gather(*(judge.ask(SYSTEM, f"{USER} {i}", Answer) for i in range(20)),
+                                        return_exceptions=True)  # fmt: skip
+            return [*first, *more]
+
+    with ScriptedServer(very_long) as scripted:
+        started = time.monotonic()
+        got = asyncio.run(go(judge_config(scripted.url, max_wait=60)))
+        assert time.monotonic() - started < 5 and pauses == []
+        assert len(scripted.hits) == 1  # the first call only: the twenty were never sent
+    assert all(isinstance(g, JudgeError) for g in got), got
+    assert "asks to wait 3,600 s before the next call (HTTP 429, Retry-After), longer than the 60 s" in str(got[0])
+    assert all("not sent: the endpoint asks to wait 3,600 s" in str(g) for g in got[1:])
+
+
+def test_a_storm_of_failures_stops_the_calls_after_five_given_up(pauses: list[float]) -> None:
+    """An endpoint answering 500 to everything: five calls are given up on (each after its retries), and the calls
+    after them fail at once without being sent, saying why."""
+    from evalcore.model.client import BREAKER_AFTER
+
+    failing = [(500, {}, {"error": {"message": "down"}})] * 100
+
+    async def go(config: JudgeConfig) -> list[BaseException | Verdict]:
+        async with Judge(config) as judge:
+            return [await _settled(judge.ask(SYSTEM, f"{USER} {i}", Answer)) for i in range(12)]
+
+    with ScriptedServer(*failing) as scripted:
+        got = asyncio.run(go(judge_config(scripted.url, max_retries=1)))
+        assert len(scripted.hits) == BREAKER_AFTER * 2  # five calls, each tried twice; the seven after: not sent
+    assert all(isinstance(g, JudgeError) for g in got)
+    assert all("gave up after 2 tries: HTTP 500" in str(g) for g in got[:BREAKER_AFTER])
+    assert all("not sent: 5 calls in a row were given up on" in str(g) for g in got[BREAKER_AFTER:])
+
+
+async def _settled(call: Any) -> Any:
+    try:
+        return await call
+    except Exception as exc:
+        return exc
 
 
 def test_unreadable_retry_after_falls_back_to_backoff() -> None:

@@ -161,6 +161,8 @@ def test_a_full_disk_is_a_store_error_and_the_database_stays_intact(tmp_path: Pa
         assert str(db) in message and "disk holding it is full" in message and "free some space" in message
         assert not own_connection(store).in_transaction
         stored = store.datasets.get("d").sessions  # what the batches committed before the disk filled
+        # What was kept is said, beside "nothing of the failed change was saved" (the batch that met the full disk).
+        assert f"{stored:,} sessions of big.jsonl were stored before it and are kept" in message
         assert 0 <= stored < 1_500
     assert _intact(db) == stored
     proc = run("import", str(big), "--dataset", "d", "--db", str(db))
@@ -362,3 +364,24 @@ def test_odd_page_sizes_run_ids_and_scores_are_named_not_tracebacks(tmp_path: Pa
             import_file(store, write_jsonl(tmp_path / "x.jsonl", [_ragas(1)]), "  ")
         assert store.datasets.names() == ["d"]
     assert _intact(db) == 5
+
+
+def test_a_first_start_on_a_full_disk_opens_the_app_and_says_why_the_samples_are_missing(
+    tmpfs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's first start loads the sample data; on a full disk that fails. The pages open all the same (the
+    load is not tried again on every page load), and the Datasets page says why there are no samples."""
+    import apptest_util
+
+    db = tmpfs / "first.db"
+    open_store(db).close()
+    free = os.statvfs(tmpfs).f_bavail * os.statvfs(tmpfs).f_frsize
+    (tmpfs / "filler").write_bytes(b"\0" * (free - 300_000))  # room to open the store, not for the samples
+    monkeypatch.setenv("EVALCORE_DB", str(db))
+    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(Path(__file__).resolve().parent.parent / "sample_data"))
+    at = apptest_util.run(apptest_util.app())
+    warnings = [str(w.value) for w in at.warning]
+    assert any(w.startswith("The sample data could not be loaded:") and "is full" in w for w in warnings), warnings
+    at.switch_page("pages/sessions.py")
+    apptest_util.run(at)  # the next page opens (no new attempt, no error)
+    assert not [e for e in at.error if "could not be loaded" in str(e.value)]

@@ -388,3 +388,22 @@ def test_the_password_of_a_url_is_never_shown(pg_cluster: Any) -> None:
     )
     with open_store(pg_cluster.new_database()) as store:
         assert "evalcore@" in store.where and json.dumps(store.where)
+
+
+def test_db_copy_knows_every_column_of_both_schemas(pg_cluster: Any, tmp_path: Path) -> None:
+    """The copy's list of tables and columns is the schema of both engines (a column added by a migration must be
+    copied too)."""
+    import sqlite3
+
+    with open_store(tmp_path / "s.db"):
+        pass
+    conn = sqlite3.connect(tmp_path / "s.db")
+    for table in TABLES:
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table.name})")]
+        assert sorted(columns) == sorted(table.columns), table.name
+    conn.close()
+    with open_store(pg_cluster.new_database()) as pg:
+        for table in TABLES:
+            listed = query(pg, "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table.name])
+            columns = [c for (c,) in listed if c != "search_tsv"]
+            assert sorted(columns) == sorted(table.columns), table.name

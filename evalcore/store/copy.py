@@ -144,6 +144,7 @@ TABLES: tuple[_Table, ...] = (
             "finished_at",
             "run_id",
             "cancel_by",
+            "owner",
         ),
     ),  # fmt: skip
     _Table("meta", ("key",), ("key", "value")),

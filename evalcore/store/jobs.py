@@ -1,14 +1,18 @@
 """Long work (imports, scoring runs) as jobs whose progress lives in the store.
 
 A job is written by whoever does the work and read by anyone: another browser tab, another
-page, the CLI. A job whose worker stopped without a word (the server was killed) is seen as
-stalled once it has not reported for a while.
+page, the CLI. A job whose worker stopped without a word (the server was killed) is failed as soon
+as it is read, when its process ran on this machine and is gone (each job keeps which process runs
+it); one from another machine is seen as stalled once it has not reported for a while.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import socket
+from dataclasses import dataclass, replace
+from pathlib import Path
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +29,7 @@ STALLED_AFTER = timedelta(minutes=2)
 
 _COLUMNS = (
     "id, kind, dataset, label, author, status, done, total, unit, result, error, started_at, updated_at, finished_at, "
-    "run_id, cancel_by"
+    "run_id, cancel_by, owner"
 )
 
 
@@ -49,6 +53,7 @@ class Job:
     finished_at: str | None
     run_id: int | None = None  # the run a scoring job works on, once it has one
     cancel_by: str | None = None  # who asked the job to stop, if anyone has
+    owner: str | None = None  # the process that runs it: "host:pid:start" (``this_process``)
 
     @property
     def fraction(self) -> float:
@@ -82,9 +87,9 @@ class Jobs:
         with self._engine.write() as conn:
             return int(
                 conn.execute(
-                    "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at) "
-                    "VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING id",
-                    [kind, dataset, label, author, total, unit, stamp, stamp],
+                    "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at, "
+                    "owner) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id",
+                    [kind, dataset, label, author, total, unit, stamp, stamp, this_process()],
                 ).fetchone()[0]
             )
 
@@ -146,7 +151,7 @@ class Jobs:
             row = conn.execute(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", [job_id]).fetchone()
         if row is None:
             raise NotFoundError(f"no job #{job_id}")
-        return _job(row)
+        return self._settled(_job(row))
 
     def recent(self, dataset: str | None = None, *, limit: int = 20) -> list[Job]:
         """The latest jobs (of ``dataset``), newest first."""
@@ -157,7 +162,7 @@ class Jobs:
             args.append(dataset)
         with self._engine.read() as conn:
             rows = conn.execute(sql + " ORDER BY id DESC LIMIT ?", [*args, limit]).fetchall()
-        return [_job(r) for r in rows]
+        return [self._settled(_job(r)) for r in rows]
 
     def active(self, dataset: str | None = None) -> list[Job]:
         """The jobs still running (of ``dataset``), newest first."""
@@ -168,13 +173,68 @@ class Jobs:
             args.append(dataset)
         with self._engine.read() as conn:
             rows = conn.execute(sql + " ORDER BY id DESC", args).fetchall()
-        return [job for job in map(_job, rows) if job.active]
+        return [job for job in (self._settled(_job(r)) for r in rows) if job.active]
+
+    def _settled(self, job: Job) -> Job:
+        """``job``, failed now if it is running and the process that runs it, on this machine, is gone."""
+        if job.status != "running" or not _gone(job.owner):
+            return job
+        pid = (job.owner or "").split(":")[-2]
+        error = f"stopped: the process running it (pid {pid}) ended before it finished (killed?); run it again"
+        stamp = now()
+        with self._engine.write() as conn:
+            conn.execute(
+                "UPDATE jobs SET status = 'failed', error = ?, updated_at = ?, finished_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                [error, stamp, stamp, job.id],
+            )
+        return replace(job, status="failed", error=error, updated_at=stamp, finished_at=stamp)
 
 
 def _job(row: tuple[Any, ...]) -> Job:
     (job_id, kind, dataset, label, author, status, done, total, unit, result, error, started, updated, finished,
-     run_id, cancel_by) = row  # fmt: skip
+     run_id, cancel_by, owner) = row  # fmt: skip
     return Job(
         job_id, kind, dataset, label, author, status, done, total, unit, json.loads(result) if result else None,
-        error, started, updated, finished, run_id, cancel_by,
+        error, started, updated, finished, run_id, cancel_by, owner,
     )  # fmt: skip
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started (clock ticks since boot, from /proc), or "" where that cannot be read."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def this_process() -> str:
+    """This process, as a job's owner: its machine, its pid and when it started (a pid is reused, not that)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_started(os.getpid())}"
+
+
+def _gone(owner: str | None) -> bool:
+    """Whether ``owner`` ran on this machine and is no longer running."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition(":")
+    pid_text, _, started = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False  # another machine's: it may run still (``Job.stalled`` tells)
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's process of that pid: alive
+        pass
+    if started and _started(pid) not in ("", started):
+        return True  # the pid was taken by another process since
+    return Path(f"/proc/{pid}/stat").exists() and _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

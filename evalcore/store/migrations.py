@@ -394,5 +394,12 @@ def scores_not_by_session(db: Database) -> None:
     db.execute("DROP INDEX IF EXISTS idx_scores_session")
 
 
+@_migration("0011_jobs_owner")
+def jobs_owner(db: Database) -> None:
+    """Which process runs a job (``host:pid:start``): a job whose process on this machine is gone is failed when
+    it is read, instead of staying "running" (and polled) until it looks stalled."""
+    db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
+
+
 #: The store's schema version: the number of migrations.
 SCHEMA_VERSION = len(MIGRATIONS)

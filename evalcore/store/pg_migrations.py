@@ -172,4 +172,7 @@ _INITIAL = [
 ]
 
 #: Every migration, in the order they apply: (name, statements).
-MIGRATIONS: list[tuple[str, list[str]]] = [("0001_initial", _INITIAL)]
+MIGRATIONS: list[tuple[str, list[str]]] = [
+    ("0001_initial", _INITIAL),
+    ("0002_jobs_owner", ["ALTER TABLE jobs ADD COLUMN owner TEXT"]),  # as SQLite's 0011
+]

@@ -24,6 +24,7 @@ import os
 from typing import TYPE_CHECKING
 
 from evalcore import config
+from evalcore.errors import UsageError
 from evalcore.store.engine import Engine
 
 if TYPE_CHECKING:
@@ -34,7 +35,16 @@ if TYPE_CHECKING:
     from evalcore.store.runs import Runs
     from evalcore.store.sessions import Sessions
 
-__all__ = ["Meta", "Store", "default_db_path", "is_postgres", "open_store"]
+__all__ = [
+    "Meta",
+    "Store",
+    "default_db_path",
+    "is_database_file",
+    "is_postgres",
+    "open_store",
+    "refuse_database_file",
+    "sqlite_path",
+]
 
 
 def default_db_path() -> str:
@@ -50,6 +60,39 @@ def is_postgres(url: str) -> bool:
 def sqlite_path(url: str) -> str:
     """The file of a SQLite ``url``: a plain path, or ``sqlite:///relative`` / ``sqlite:////absolute``."""
     return url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
+
+
+def is_database_file(path: str | os.PathLike[str], url: str) -> bool:
+    """Whether writing ``path`` would write the SQLite database ``url`` or one of its files (``-wal``, ``-shm``,
+    ``-journal``), however it is named: the same file through a symbolic link, a hard link or another spelling.
+    Nothing is opened or created. (A PostgreSQL database has no file here.)"""
+    if is_postgres(url):
+        return False
+    database = sqlite_path(url)
+    target = os.path.realpath(path)
+    try:
+        found = os.stat(path)
+    except OSError:
+        found = None
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        name = database + suffix
+        if os.path.realpath(name) == target:
+            return True
+        if found is not None:
+            try:
+                mine = os.stat(name)
+            except OSError:
+                continue
+            if (mine.st_dev, mine.st_ino) == (found.st_dev, found.st_ino):
+                return True
+    return False
+
+
+def refuse_database_file(path: str | os.PathLike[str], url: str) -> None:
+    """A ``UsageError`` when ``path`` is the database ``url`` or one of its files (``is_database_file``): no output
+    ever overwrites the store."""
+    if is_database_file(path, url):
+        raise UsageError(f"{path} is the database {sqlite_path(url)} (or one of its files): choose another output")
 
 
 def _engine(url: str, *, busy_timeout: float, check: bool) -> Engine:
@@ -122,6 +165,10 @@ class Store:
     def where(self) -> str:
         """The database as a person reads it: a file's path, or a URL without its password."""
         return self._engine.where
+
+    def refuse_as_output(self, path: str | os.PathLike[str]) -> None:
+        """A ``UsageError`` when writing ``path`` would write this store's database (``is_database_file``)."""
+        refuse_database_file(path, self.url)
 
     def upgrade(self) -> list[str]:
         """Apply the schema's pending migrations (``evalcore db upgrade``); the names of those applied."""

@@ -21,7 +21,8 @@ Actions (``JSON`` holds their arguments, or ``@FILE`` names a file holding them)
 - ``browse``: for each of ``queries`` one untimed page (returned, to be checked) then ``runs`` timed pages.
 - ``reviewer``: one simulated reviewer: prints ``READY``, waits for a line on standard input, then for
   ``seconds`` repeatedly opens a page of 50, reads one of its sessions and saves a change to its reference
-  (retrying on ``ConflictError``); the latency of each page, read and save.
+  (retrying on ``ConflictError``), with no pause (``pace`` 0) or starting a round every ``pace`` seconds; the
+  latency of each page, read and save.
 """
 
 from __future__ import annotations
@@ -225,7 +226,14 @@ def do_reviewer(api: Api, args: dict[str, Any]) -> None:
     saved = 0
     began = time.perf_counter()
     deadline = began + args["seconds"]
-    while time.perf_counter() < deadline:
+    pace = args["pace"]  # seconds from the start of one round to the next (0: no pause)
+    due = began + rng.uniform(0, pace)  # (paced reviewers start out of step)
+    while True:
+        if pace:
+            time.sleep(max(0.0, due - time.perf_counter()))
+            due += pace
+        if time.perf_counter() >= deadline:
+            break
         filters, sort, descending = rng.choice(views)
         start = time.perf_counter()
         page = api.browse(
