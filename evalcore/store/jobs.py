@@ -12,8 +12,8 @@ import json
 import os
 import socket
 from dataclasses import dataclass, replace
-from pathlib import Path
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import NotFoundError

@@ -317,26 +317,33 @@ def progress(message: str) -> None:
 
 @dataclass
 class Imports:
-    """Import times (seconds) per configuration and size; the databases kept for what follows."""
+    """Each import's (wall seconds, CPU seconds) per configuration and step; the databases kept for what follows."""
 
-    seconds: dict[str, dict[int, list[float]]] = field(default_factory=dict)
-    reimport: dict[str, list[float]] = field(default_factory=dict)
+    runs: dict[str, dict[str, list[tuple[float, float]]]] = field(default_factory=dict)  # config -> step -> runs
     mb: dict[str, dict[int, float]] = field(default_factory=dict)
     dbs: dict[str, dict[int, str]] = field(default_factory=dict)
-    load: dict[int, str] = field(default_factory=dict)
+    load: dict[str, str] = field(default_factory=dict)  # step -> load average at its start
+
+    def add(self, config: Config, step: str, result: dict[str, Any]) -> None:
+        self.runs.setdefault(config.key, {}).setdefault(step, []).append((result["seconds"], result["cpu"]))
+
+    def best(self, key: str, step: str) -> tuple[float, float] | None:
+        """The best wall time of ``step``, and the least CPU time."""
+        runs = self.runs.get(key, {}).get(step)
+        return (min(r[0] for r in runs), min(r[1] for r in runs)) if runs else None
 
 
 def time_imports(configs: list[Config], dbs: Databases, src: BenchFile, repeat: int, imports: Imports) -> None:
     """``repeat`` imports of ``src`` per configuration, in turns, each into a new database; the last one kept."""
     n = src.sessions
-    imports.load[n] = load_average()
+    imports.load[f"import {n}"] = load_average()
     for rep in range(repeat):
         for config in configs:
             url = dbs.new(config)
             result = probe(config, url, "import", file=str(src.path), dataset=DATASET)
             if result["counts"] != [n, 0, 0, 0]:
                 raise SystemExit(f"bench: {config.label}: importing {n} sessions gave {result['counts']}")
-            imports.seconds.setdefault(config.key, {}).setdefault(n, []).append(result["seconds"])
+            imports.add(config, f"import {n}", result)
             imports.mb.setdefault(config.key, {})[n] = result["mb"]
             previous = imports.dbs.setdefault(config.key, {}).get(n)
             if previous is not None:
@@ -347,12 +354,13 @@ def time_imports(configs: list[Config], dbs: Databases, src: BenchFile, repeat: 
 
 def time_reimports(configs: list[Config], src: BenchFile, imports: Imports) -> None:
     n = src.sessions
+    imports.load[f"re-import {n}"] = load_average()
     for _ in range(REPEAT):
         for config in configs:
             result = probe(config, imports.dbs[config.key][n], "import", file=str(src.path), dataset=DATASET)
             if result["counts"] != [0, 0, n, 0]:
                 raise SystemExit(f"bench: {config.label}: re-importing {n} unchanged sessions gave {result['counts']}")
-            imports.reimport.setdefault(config.key, []).append(result["seconds"])
+            imports.add(config, f"re-import {n}", result)
 
 
 def time_ragas(src: BenchFile, repeat: int, timeout: float | None = None) -> dict[str, Any]:
@@ -735,55 +743,52 @@ def print_imports(
     verdict: Verdicts,
 ) -> None:
     sizes = sorted(files)
+    loads = ", ".join(f"{step} {load}" for step, load in imports.load.items())
     print(
         f"Import (best of {REPEAT} at {sizes[0]:,}, of {LARGE_REPEAT} at {sizes[1]:,}; each into a new database; "
-        f"the configurations in turns; load average {imports.load.get(sizes[0])} / {imports.load.get(sizes[1])})"
+        f"the configurations in turns; load average at the start of each: {loads}); CPU: the least user + system "
+        f"seconds of the importing process and its reader (PostgreSQL's server not counted)"
     )
     print(
-        f"{'operation':<54} {'seconds':>8} {'sessions/s':>11} {'ragas/this':>10} {'now/before':>10} "
-        f"{'PG/SQLite':>9}  targets: >= {IMPORT_TARGET:g}x ragas (SQLite now); now/before <= {COST_TARGET:g}"
+        f"{'operation':<56} {'seconds':>8} {'sessions/s':>10} {'CPU s':>6} {'ragas/this':>10} {'now/before':>10} "
+        f"{'CPU':>6} {'PG/SQLite':>9}  targets: >= {IMPORT_TARGET:g}x ragas (SQLite now); now/before <= {COST_TARGET:g}"
     )
 
-    def row(label: str, seconds: float, n: int, *cells: str) -> None:
-        line = f"{label:<54} {seconds:>8.3f} {n / seconds:>11,.0f} {cells[0]:>10} {cells[1]:>10} {cells[2]:>9}"
-        print(f"{line}  {cells[3]}".rstrip())
+    def row(label: str, seconds: float, n: int, cpu: float | None, *cells: str) -> None:
+        line = f"{label:<56} {seconds:>8.3f} {n / seconds:>10,.0f} {shown(cpu, '.2f', ''):>6} {cells[0]:>10} "
+        print(f"{line}{cells[1]:>10} {cells[2]:>6} {cells[3]:>9}  {cells[4]}".rstrip())
 
-    best = {c.key: {n: min(runs) for n, runs in imports.seconds[c.key].items()} for c in configs}
     for n in sizes:
         result = ragas.get(n)
         base = min(result["times"]) if result else None
         if result:
-            row(f"ragas {result['version']} from_jsonl {n:,} ({files[n].mb:.0f} MB)", base or 0, n, "", "", "", "")
+            row(f"ragas {result['version']} from_jsonl {n:,} ({files[n].mb:.0f} MB)", base or 0, n, None, *[""] * 5)
         else:
-            print(f"{f'ragas from_jsonl {n:,} ({files[n].mb:.0f} MB)':<54} {why_not.get(n, 'not measured')}")
-        for config in configs:
-            seconds = best[config.key][n]
-            vs_ragas = ratio(base, seconds)
-            label = f"{config.label}: import {n:,} -> {imports.mb[config.key][n]:.0f} MB"
-            cost = pg = None
-            verdicts = ""
-            if config.key == "now":
-                cost = ratio(seconds, best.get("before", {}).get(n))
-                ok = None if vs_ragas is None else vs_ragas >= IMPORT_TARGET
-                verdicts = f"{verdict(f'SQLite import {n:,} vs ragas', ok)} ragas; "
-                verdicts += (
-                    f"{verdict(f'SQLite import {n:,} now/before', None if cost is None else cost <= COST_TARGET)}"
-                )
-            elif config.key == "postgres":
-                pg = ratio(seconds, best.get("now", {}).get(n))
-                verdicts = "(no target)"
-            row(label, seconds, n, shown(vs_ragas), shown(cost), shown(pg), verdicts)
-        if n == sizes[0]:
+            print(f"{f'ragas from_jsonl {n:,} ({files[n].mb:.0f} MB)':<56} {why_not.get(n, 'not measured')}")
+        steps = [f"import {n}"] + ([f"re-import {n}"] if n == sizes[0] else [])
+        for step in steps:
             for config in configs:
-                seconds = min(imports.reimport[config.key])
-                cost = ratio(seconds, min(imports.reimport["before"])) if config.key == "now" else None
-                pg = ratio(seconds, min(imports.reimport["now"])) if config.key == "postgres" else None
-                verdicts = "(no target)"
-                if config.key == "now":
-                    what = f"SQLite re-import {n:,} now/before"
-                    verdicts = verdict(what, None if cost is None else cost <= COST_TARGET)
-                label = f"{config.label}: re-import {n:,} (all unchanged)"
-                row(label, seconds, n, shown(ratio(base, seconds)), shown(cost), shown(pg), verdicts)
+                best = imports.best(config.key, step)
+                if best is None:
+                    continue
+                seconds, cpu = best
+                before, now = imports.best("before", step), imports.best("now", step)
+                vs_ragas = ratio(base, seconds)
+                cost = cpu_cost = pg = None
+                marks = "(no target)"
+                if config.key == "now" and before is not None:
+                    cost, cpu_cost = seconds / before[0], cpu / before[1]
+                    marks = verdict(f"SQLite {step} now/before", cost <= COST_TARGET)
+                    if step.startswith("import"):
+                        ok = None if vs_ragas is None else vs_ragas >= IMPORT_TARGET
+                        marks = f"{verdict(f'SQLite {step} vs ragas', ok)} ragas; {marks} now/before"
+                elif config.key == "postgres" and now is not None:
+                    pg = seconds / now[0]
+                elif config.key == "before":
+                    marks = ""
+                what = f"-> {imports.mb[config.key][n]:.0f} MB" if step.startswith("import") else "(all unchanged)"
+                label = f"{config.label}: {step.replace(str(n), f'{n:,}')} {what}"
+                row(label, seconds, n, cpu, shown(vs_ragas), shown(cost), shown(cpu_cost), shown(pg), marks)
     for n, result in ragas.items():
         if result:
             print(f"(ragas' RSS grew by {result['rss_growth_kb'] / 1024:,.0f} MB loading {n:,} sessions)")
@@ -911,13 +916,13 @@ def print_reviewers(configs: list[Config], runs: dict[str, list[Reviewers]], ses
         f"or (for scale) a round every {PACE:g} s; latencies in ms, every save attempt counted"
     )
     print(
-        f"{'configuration, reviewers':<44} {'operation':<14} {'count':>7} {'per s':>7} {'p50':>7} {'p95':>7} "
-        f"{'max':>8}  target: p95 save < {SAVE_TARGET_MS:g} ms, {REVIEWERS} reviewers with no pause, PostgreSQL"
+        f"{'configuration: reviewers (pace, time)':<48} {'operation':<14} {'count':>7} {'per s':>7} {'p50':>7} "
+        f"{'p95':>7} {'max':>8}  target: p95 save < {SAVE_TARGET_MS:g} ms, {REVIEWERS} with no pause, PostgreSQL"
     )
     order = {"postgres": 0, "now": 1, "before": 2}
     for config in sorted(configs, key=lambda c: order[c.key]):
         for r in runs[config.key]:
-            pace = f"a round every {r.pace:g} s" if r.pace else "no pause"
+            pace = f"every {r.pace:g} s" if r.pace else "no pause"
             label = f"{config.label}: {r.reviewers} ({pace}, {r.seconds:.0f} s)"
             for op, values in (("page (browse)", r.page_ms), ("read (get)", r.get_ms), ("save", r.save_ms)):
                 p95 = percentile(values, 95)
@@ -926,12 +931,12 @@ def print_reviewers(configs: list[Config], runs: dict[str, list[Reviewers]], ses
                     what = f"p95 save, {r.reviewers} reviewers with no pause, PostgreSQL"
                     mark = verdict(what, p95 < SAVE_TARGET_MS) if config.key == "postgres" else "(no target)"
                 line = (
-                    f"{label:<44} {op:<14} {len(values):>7,} {len(values) / r.seconds:>7.1f} "
+                    f"{label:<48} {op:<14} {len(values):>7,} {len(values) / r.seconds:>7.1f} "
                     f"{statistics.median(values):>7.1f} {p95:>7.1f} {max(values):>8.1f}  {mark}"
                 )
                 print(line.rstrip())
                 label = ""
-            print(f"{'':<44} saved {r.saved:,}, conflicts {r.conflicts:,}; load average {r.load} at the start")
+            print(f"{'':<48} saved {r.saved:,}, conflicts {r.conflicts:,}; load average {r.load} at the start")
 
 
 # -- main -----------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ back to the second. ``URL`` is a SQLite path or a ``postgresql://`` URL (the cur
 Actions (``JSON`` holds their arguments, or ``@FILE`` names a file holding them); each prints one line
 ``BENCH_RESULT {...}``:
 
-- ``import``: ``import_file`` of ``file`` into ``dataset``, timed around the call alone; its counts and the
-  database's size.
+- ``import``: ``import_file`` of ``file`` into ``dataset``, timed around the call alone (wall time, and the CPU
+  time of this process and of the reader process it starts); its counts and the database's size.
 - ``export``: ``export_dataset`` of ``dataset`` to ``ragas`` and to ``evalcore`` in folder ``out``, each timed.
 - ``setup``: statuses, assistants and tags of every session (``review``: lists in file order) by SQL, then
   ``set_status`` through the API on every ``every``-th session, each timed; on PostgreSQL then ``VACUUM
@@ -32,6 +32,7 @@ import importlib
 import json
 import os
 import random
+import resource
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -131,14 +132,22 @@ def result(**values: Any) -> None:
 # -- actions --------------------------------------------------------------------------------------
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of the children it waited for (the import's reader)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def do_import(api: Api, args: dict[str, Any]) -> None:
     api.open()
     gc.collect()
+    cpu = cpu_seconds()
     start = time.perf_counter()
     report = api.import_file(api.store, args["file"], args["dataset"])
     seconds = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu
     counts = [report.new, report.updated, report.unchanged, report.failed]
-    result(seconds=seconds, counts=counts, mb=api.size_mb())
+    result(seconds=seconds, cpu=cpu, counts=counts, mb=api.size_mb())
 
 
 def do_export(api: Api, args: dict[str, Any]) -> None:
