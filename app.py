@@ -1,12 +1,14 @@
 """evalcore's Streamlit app: the frame around every page.
 
-The frame runs before every page: it opens the store, keeps the current dataset and the
-reviewer's name in the sidebar (shared by every page), and reads deep links
+The frame runs before every page: it opens the store, asks who is at the browser (the signed-in person and
+their role, read again on every run; or the machine's local user, whose name is asked once), shows the pages
+their role can use, keeps the current dataset in the sidebar (shared by every page), and reads deep links
 (``?dataset=NAME&session=ID&turn=N``).
 """
 
 import streamlit as st
 
+from evalcore.views.users import pages_for
 from pages import _shared
 
 _shared.frame_first()
@@ -23,6 +25,7 @@ _CSS = (
 st.html(f"<style>{_CSS}</style>")
 
 try:
+    acting = _shared.admit()  # who is at this browser, asked on every run (it stops the run for a stranger)
     store = _shared.store()
     names = store.datasets.names()
 except Exception as exc:  # a database that cannot be opened: say so, never a traceback
@@ -37,12 +40,20 @@ _shared.PAGES.update(
     dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
     export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
     simulate=st.Page("pages/simulate.py", title="Simulate", icon=":material/forum:", url_path="simulate"),
+    users=st.Page("pages/users.py", title="Users", icon=":material/group:", url_path="users"),
 )
+# A page the person's role cannot use is not in the navigation, so its URL does not open it either.
+allowed = pages_for(acting)
 navigation = st.navigation(
     {
-        "Review": [_shared.PAGES[k] for k in ("datasets", "sessions", "review")],
-        "Scores": [_shared.PAGES[k] for k in ("metrics", "dashboard", "export") if k in _shared.PAGES],
-        "Solver": [_shared.PAGES["simulate"]],
+        section: [_shared.PAGES[k] for k in keys if k in allowed]
+        for section, keys in (
+            ("Review", ("datasets", "sessions", "review")),
+            ("Scores", ("metrics", "dashboard", "export")),
+            ("Solver", ("simulate",)),
+            ("Team", ("users",)),
+        )
+        if any(k in allowed for k in keys)
     }
 )
 
@@ -72,13 +83,7 @@ with st.sidebar:
         help="Every page works on this dataset.",
         persist_state="session",
     )
-    st.text_input(
-        "Your name",
-        key="reviewer",
-        placeholder="who is reviewing?",
-        help="Put on every edit you make. Kept while this browser tab is open.",
-        persist_state="session",
-    )
+    _shared.who_am_i()
     st.caption(f"Database: `{store.where}`")
 
 if st.session_state.get("dataset"):

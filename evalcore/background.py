@@ -63,16 +63,20 @@ class _Reporter:
             self.jobs.progress(self.job_id, done, total)
 
 
-def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[str, Any]]) -> int:
+def _start(store: Store, job_id: int, work: Callable[[Store, _Reporter], dict[str, Any]]) -> int:
+    """Run ``work`` on a thread of its own with a store of its own, used by the same user as ``store``."""
+    url, user = store.url, store.user
+
     def run() -> None:
         try:
-            store = open_store(db_path)
+            opened = open_store(url)
         except EvalcoreError as exc:  # the database went away: nowhere to report but the log
-            log.error("job #%d could not open %s: %s", job_id, db_path, exc)
+            log.error("job #%d could not open %s: %s", job_id, store.where, exc)
             return
-        jobs = store.jobs
+        worker = opened.as_user(user)
+        jobs = worker.jobs
         try:
-            result = work(store, _Reporter(jobs, job_id))
+            result = work(worker, _Reporter(jobs, job_id))
         except _Cancelled as exc:
             jobs.cancelled(job_id, str(exc), exc.result)
         except EvalcoreError as exc:
@@ -83,7 +87,7 @@ def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[st
         else:
             jobs.finish(job_id, result)
         finally:
-            store.close()
+            opened.close()
 
     thread = threading.Thread(target=run, name=f"evalcore-job-{job_id}", daemon=True)
     _threads[job_id] = thread
@@ -100,30 +104,28 @@ def import_report(report: ImportReport) -> dict[str, Any]:
     return data
 
 
-def start_import(
-    store: Store, data: bytes, name: str, dataset: str, *, fmt: str | None = None, author: str | None = None
-) -> int:
+def start_import(store: Store, data: bytes, name: str, dataset: str, *, fmt: str | None = None) -> int:
     """Import the bytes of an uploaded file called ``name`` into ``dataset`` on a worker thread; returns the job id."""
     label = f"import {Path(name).name or 'upload'}"
-    job_id = store.jobs.create("import", dataset, label, author=author, total=len(data), unit="bytes")
+    job_id = store.jobs.create("import", dataset, label, total=len(data), unit="bytes")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         result = import_stream(worker, io.BytesIO(data), name, dataset, fmt=fmt, size=len(data), on_progress=report)
         return import_report(result)
 
-    return _start(store.url, job_id, work)
+    return _start(store, job_id, work)
 
 
 #: Seconds between two looks at a job's cancel flag (a look is one small query).
 _CANCEL_EVERY = 0.2
 
 
-def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
+def cancel(store: Store, job_id: int) -> None:
     """Ask job ``job_id`` to stop. A scoring job's worker sees the request between two sessions, saves what it
     scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops within a second, even in the
     middle of a sample (a template or a model's answer): the samples not finished are left for a later run (run it
     again to go on). The job ends ``cancelled``. Any tab or process may ask."""
-    store.jobs.request_cancel(job_id, author or "someone")
+    store.jobs.request_cancel(job_id)
 
 
 def cancel_requested(store: Store, job_id: int) -> bool:
@@ -173,7 +175,6 @@ def start_scoring(
     *,
     judge: JudgeConfig | None = None,
     filters: SessionFilter | None = None,
-    author: str | None = None,
     new_run: bool = False,
 ) -> int:
     """Score ``dataset`` with ``metrics`` (names, ``name:key=value``, ``{"name", "params"}``, metric
@@ -187,7 +188,7 @@ def start_scoring(
     specs = list(metrics)
     names = [_key(s) for s in specs]
     label = "score " + ", ".join(names)
-    job_id = store.jobs.create("score", dataset, label, author=author, unit="items")
+    job_id = store.jobs.create("score", dataset, label, unit="items")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         def started(run: Run) -> None:
@@ -216,10 +217,10 @@ def start_scoring(
             raise _Cancelled(f"cancelled by {worker.jobs.cancel_requested(job_id)}", outcome)
         return outcome
 
-    return _start(store.url, job_id, work)
+    return _start(store, job_id, work)
 
 
-def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, author: str | None = None) -> int:
+def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None) -> int:
     """Go on with run ``run_id`` (cancelled, failed, or stopped with the server) on a worker thread:
     the same metrics, parameters and selection; the sessions it scored are skipped. Returns the job id."""
     run = store.runs.get(run_id)
@@ -230,7 +231,7 @@ def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, a
     if judge is not None and run.judge_model and judge.model != run.judge_model:
         judge = dataclasses.replace(judge, model=run.judge_model)  # the run's judge, or it would not resume
     return start_scoring(
-        store, run.dataset, run_specs(run), judge=judge if run.judge_model else None, filters=run.filters, author=author
+        store, run.dataset, run_specs(run), judge=judge if run.judge_model else None, filters=run.filters
     )
 
 
@@ -243,14 +244,13 @@ def start_solving(
     *,
     concurrency: int = 4,
     places: Sequence[int] | None = None,
-    author: str | None = None,
 ) -> int:
     """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
     ``evalcore.solver.dataset.solve_into``); returns the job id. Its key stays in memory, on the worker.
     ``cancel`` stops it within a second (in the middle of a sample too): the samples not finished (those in flight
     included) are left for a later run, which skips the ones stored."""
     label = f"solve {task_name(task)} with {config.model}"
-    job_id = store.jobs.create("solve", dataset, label, author=author, total=len(samples), unit="samples")
+    job_id = store.jobs.create("solve", dataset, label, total=len(samples), unit="samples")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         stop = _StopFlag(worker, job_id)
@@ -270,7 +270,7 @@ def start_solving(
             raise _Cancelled(f"cancelled by {worker.jobs.cancel_requested(job_id)}", outcome)
         return outcome
 
-    return _start(store.url, job_id, work)
+    return _start(store, job_id, work)
 
 
 def wait_for(store: Store, job_id: int, timeout: float = 60.0) -> Job:

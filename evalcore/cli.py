@@ -27,6 +27,7 @@ from evalcore._infra.outputs import discard_live
 from evalcore._infra.progress import ProgressBar
 from evalcore._infra.workers import default_workers
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
+from evalcore.store.access import ROLES
 
 __all__ = ["main"]
 
@@ -209,6 +210,29 @@ def _parser() -> argparse.ArgumentParser:
     copy.add_argument("source", metavar="SRC", type=_text, help="the store to copy (a SQLite file or a URL)")
     copy.add_argument("destination", metavar="DST", type=_text, help="an empty database, or an earlier copy")
 
+    users = sub.add_parser("users", help="who may use the store, and their roles (for the app's sign-in)")
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    listing = users_sub.add_parser("list", help="every user: role, e-mail, provider, last seen")
+    listing.add_argument("--db", default=None, type=_text, help=db_help)
+    add = users_sub.add_parser("add", help="let a person in by e-mail: their first sign-in with it is theirs")
+    add.add_argument("email", metavar="EMAIL", type=_text)
+    add.add_argument("--role", required=True, choices=ROLES, help="what they may do")
+    add.add_argument("--name", type=_text, default=None, help="their display name (default: the e-mail)")
+    add.add_argument("--provider", type=_text, default=None, help="only a sign-in through this provider binds them")
+    add.add_argument("--db", default=None, type=_text, help=db_help)
+    set_role = users_sub.add_parser("set-role", help="change a user's role")
+    set_role.add_argument("who", metavar="EMAIL", type=_text, help="the user's e-mail (or display name)")
+    set_role.add_argument("role", metavar="ROLE", choices=ROLES, help=f"one of {', '.join(ROLES)}")
+    set_role.add_argument("--db", default=None, type=_text, help=db_help)
+    for verb, what in (("disable", "refuse a user from their next click on"), ("enable", "let a disabled user in")):
+        action = users_sub.add_parser(verb, help=what)
+        action.add_argument("who", metavar="EMAIL", type=_text, help="the user's e-mail (or display name)")
+        action.add_argument("--db", default=None, type=_text, help=db_help)
+    domain = users_sub.add_parser("allow-domain", help="let anyone with a verified e-mail at a domain in")
+    domain.add_argument("domain", metavar="DOMAIN", type=_text, help="such as example.com")
+    domain.add_argument("role", metavar="ROLE", choices=("viewer", "reviewer", "none"), help="viewer, reviewer or none")
+    domain.add_argument("--db", default=None, type=_text, help=db_help)
+
     app = sub.add_parser("app", help="start the Streamlit review app")
     app.add_argument("--db", default=None, type=_text, help=db_help)
     app.add_argument(
@@ -217,6 +241,10 @@ def _parser() -> argparse.ArgumentParser:
     app.add_argument(
         "--address", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; 0.0.0.0 to share)"
     )
+    app.add_argument(
+        "--insecure-no-auth", action="store_true",
+        help="serve another address than loopback with no sign-in configured: anyone who reaches it edits as you",
+    )  # fmt: skip
     return parser
 
 
@@ -316,7 +344,7 @@ def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
     commands: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "convert": _convert, "validate": _validate, "import": _import, "export": _export, "score": _score,
-        "solve": _solve, "app": _app, "db": _db,
+        "solve": _solve, "app": _app, "db": _db, "users": _users,
     }  # fmt: skip
     try:
         return commands[args.command](args, err)
@@ -417,7 +445,48 @@ def _db(args: argparse.Namespace, err: TextIO) -> int:
     return 0
 
 
+def _users(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.signin import user_lines
+    from evalcore.store import open_store
+
+    with open_store(args.db) as store:
+        users = store.users
+        command = args.users_command
+        if command == "list":
+            for line in user_lines(users.all(), users.allowed_domains()):
+                print(line)
+            return 0
+        if command == "add":
+            user = users.add(args.email, args.role, name=args.name, provider=args.provider)
+            print(f"{user.label} may sign in as {user.role}: their first sign-in with this e-mail is theirs", file=err)
+        elif command == "set-role":
+            user = users.set_role(args.who, args.role)
+            print(f"{user.label} is now {user.role}", file=err)
+        elif command in ("disable", "enable"):
+            user = users.disable(args.who) if command == "disable" else users.enable(args.who)
+            state = "disabled: refused from their next click" if user.disabled else "enabled"
+            print(f"{user.label} is {state}", file=err)
+        else:
+            role = None if args.role == "none" else args.role
+            users.allow_domain(args.domain, role)
+            allowed = f"may sign in as {role}" if role else "no longer come in unless added"
+            print(f"people with a verified e-mail at {args.domain.lower().lstrip('@')} {allowed}", file=err)
+    return 0
+
+
 def _app(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.signin import auth_configured, is_loopback
+
+    if not is_loopback(args.address) and not auth_configured(Path.cwd()):
+        warning = (
+            f"serving on {args.address} with no sign-in configured: anyone who can reach this machine "
+            "reads and changes the store as you. Configure sign-in ([auth] in .streamlit/secrets.toml: the README's "
+            "'Sign-in for a team')"
+        )
+        if not args.insecure_no_auth:
+            print(f"evalcore: error: {warning}, or pass --insecure-no-auth to go on anyway", file=err)
+            return EXIT_USAGE
+        print(f"evalcore: warning: {warning}", file=err)
     return _run_app(args.db, port=args.port, address=args.address)
 
 

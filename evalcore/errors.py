@@ -13,6 +13,7 @@ Every message is written to be shown to a reviewer as it is::
     │   ├── NotFoundError         no such dataset, session or edit
     │   ├── ConflictError         a save based on a stale version: names who changed what
     │   ├── SchemaVersionError    the database is newer than this evalcore
+    │   ├── PermissionDeniedError the acting user's role does not allow the change
     │   └── DatabaseFaultError    the database failed: full disk, read-only, locked, damaged, unreachable, lost
     └── WorkerError               a worker process (``--workers``) stopped without finishing its work
 
@@ -34,6 +35,7 @@ __all__ = [
     "EvalcoreError",
     "FormatDetectionError",
     "NotFoundError",
+    "PermissionDeniedError",
     "RecordError",
     "RegistryError",
     "SchemaVersionError",
@@ -101,6 +103,10 @@ class ConflictError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The database was written by a newer evalcore."""
+
+
+class PermissionDeniedError(StoreError):
+    """The acting user's role does not allow the change (or the user is disabled); nothing was written."""
 
 
 class DatabaseFaultError(StoreError):

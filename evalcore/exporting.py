@@ -42,6 +42,7 @@ from evalcore.formats import get_format
 from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
+from evalcore.store.access import User
 from evalcore.store.migrations import SCHEMA_VERSION
 from evalcore.store.queries import SessionFilter
 from evalcore.store.records import StoredSession, now
@@ -133,6 +134,7 @@ class ExportStream:
             raise UsageError(f"the limit must be a whole number from 0, got {limit!r}")
         self.format = writable_format(to)
         self.filters = filters or SessionFilter()
+        store.require("export", f"export the dataset {dataset!r}")
         store.datasets.id_of(dataset)  # raises for an unknown dataset
         if self.filters.run_id is not None:
             store.runs.get(self.filters.run_id)  # an unknown run is an error, not an empty export
@@ -197,11 +199,20 @@ class ExportStream:
 
 
 def manifest_record(
-    dataset: str, to: str, file_name: str, filters: SessionFilter, *, count: int, size: int, sha256: str
+    dataset: str,
+    to: str,
+    file_name: str,
+    filters: SessionFilter,
+    *,
+    count: int,
+    size: int,
+    sha256: str,
+    by: User | None = None,
 ) -> dict[str, Any]:
     """What a manifest says about an export: its dataset, format, file, filters, count, size and
-    SHA-256, the schema versions, and when it was made."""
-    return {
+    SHA-256, the schema versions, when it was made and by whom (their user id — None for the machine's local user
+    before its first change — and display name)."""
+    record: dict[str, Any] = {
         "dataset": dataset,
         "format": to,
         "file": file_name,
@@ -213,13 +224,16 @@ def manifest_record(
         "session_schema_version": MODEL_SCHEMA_VERSION,
         "exported_at": now(),
     }
+    if by is not None:
+        record["exported_by"] = {"id": by.id or None, "name": by.name, "email": by.email}
+    return record
 
 
 def manifest_bytes(export: ExportStream, file_name: str) -> bytes:
     """The manifest of ``export`` (read to its end) for a data file called ``file_name``, as UTF-8."""
     record = manifest_record(
         export.dataset, export.format.name, file_name, export.filters,
-        count=export.count, size=export.size, sha256=export.sha256,
+        count=export.count, size=export.size, sha256=export.sha256, by=export.store.user,
     )  # fmt: skip
     return (json.dumps(record, indent=2) + "\n").encode("utf-8")
 
@@ -295,6 +309,7 @@ def score_records(store: Store, run_id: int) -> Iterator[dict[str, Any]]:
     metric, value, reason, error, with ``parts`` (a metric's sub-scores) and ``not_applicable: true``
     only when they apply. An unknown run is a ``NotFoundError``."""
 
+    store.require("export", "export a run's scores")
     runs = store.runs
     runs.get(run_id)
     for row in runs.scores(run_id):

@@ -13,12 +13,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from evalcore import background, config
+from evalcore import background, config, signin
 from evalcore.errors import ConflictError, EvalcoreError
 from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path, open_store
+from evalcore.store.access import Action, User
 from evalcore.store.queries import SessionFilter
 from evalcore.store.store import is_postgres, sqlite_path
+from evalcore.store.users import LOCAL
 from evalcore.views.table import labels, records
 from evalcore.views.text import literal_markdown
 
@@ -88,16 +90,110 @@ def sample_problem() -> str | None:
     return SAMPLE_PROBLEMS.get(where if is_postgres(where) else os.path.abspath(sqlite_path(where)))
 
 
-def store() -> Store:
-    """The store of this server (each browser session's thread gets its own connection)."""
+def server_store() -> Store:
+    """The store of this server, used by the machine's local user (each browser session's thread gets its own
+    connection). Pages use ``store()``: the same store, used by the person at this browser."""
     where = db_path()
     return _store(where if is_postgres(where) else os.path.abspath(sqlite_path(where)))
 
 
+def admit() -> User:
+    """Who uses the app at this browser, as the store says at this run (the frame asks on every run, so a disabled
+    user is out and a changed role applies at their next click). With sign-in configured: the signed-in person —
+    else a page that asks them to sign in, or says why they may not come in, and the run stops. Without it: the
+    machine's local user, the store's owner (who gives the name their changes carry once: ``named``)."""
+    base = server_store()
+    claims = st.user.to_dict()
+    if not signin.sign_in_mode(claims):
+        st.session_state["_user"] = user = base.users.local()
+        return user
+    identity = signin.identity_of(claims)
+    if identity is None:
+        _sign_in_page()
+        st.stop()
+    assert identity is not None
+    first_view = st.session_state.get("_identity") != (identity.iss, identity.sub)
+    admission = signin.admit(base.users, identity, first_view=first_view)
+    if admission.user is None:
+        st.session_state.pop("_user", None)
+        _refused_page(admission.refusal or "you may not come in", identity.email if admission.stranger else None)
+        st.stop()
+    st.session_state["_identity"] = (identity.iss, identity.sub)
+    st.session_state["_user"] = admission.user
+    return admission.user
+
+
+def _sign_in_page() -> None:
+    st.title("evalcore")
+    st.markdown("Sign in to review, score and export this team's conversations.")
+    names = signin.providers(st.secrets.get("auth") or {}) or ["default"]
+    for name in names:
+        label = "Sign in" if name == "default" else f"Sign in with {name.title()}"
+        st.button(label, key=f"login_{name}", type="primary", icon=":material/login:", on_click=st.login, args=(name,))
+
+
+def _refused_page(reason: str, email: str | None) -> None:
+    st.title("evalcore")
+    st.error(literal_markdown(reason), icon=":material/block:")
+    st.caption("An admin adds people on the Users page, or with the command line:")
+    st.code(f"evalcore users add {email or 'EMAIL'} --role reviewer", language=None)
+    st.button("Sign out", icon=":material/logout:", key="refused_logout", on_click=st.logout)
+
+
+def user() -> User:
+    """The person at this browser (the frame's ``admit`` of this run)."""
+    found = st.session_state.get("_user")
+    return found if isinstance(found, User) else server_store().users.local()
+
+
+def named() -> bool:
+    """Whether the person's changes carry a name they chose: always when signed in; in one-person mode once the
+    local user has given theirs (asked once, kept in the store)."""
+    return user().iss != LOCAL or server_store().users.local_named()
+
+
+def store() -> Store:
+    """The store, used by the person at this browser: every change it makes is checked against their role and
+    carries their name (the machine's local user in one-person mode)."""
+    return server_store().as_user(user())
+
+
+def can(action: Action) -> bool:
+    """Whether the person at this browser may ``action`` (reviewing, in one-person mode, once they are named)."""
+    return user().can(action) and (action != "review" or named())
+
+
 def reviewer() -> str | None:
-    """The reviewer's name, as given in the sidebar (``None`` until given)."""
-    name = str(st.session_state.get("reviewer") or "").strip()
-    return name or None
+    """The reviewer's name when they may review (``None`` otherwise: a viewer, or no name given yet)."""
+    return user().name if can("review") else None
+
+
+def who_am_i() -> None:
+    """The sidebar's line about the person at this browser: their name and role and a sign-out, or (one-person
+    mode) the name their changes carry — asked once, then changed only on purpose."""
+    me = user()
+    if me.iss != LOCAL:
+        st.markdown(f"Signed in as **{literal_markdown(me.name)}**, {me.role}")
+        st.button("Sign out", icon=":material/logout:", key="logout", on_click=st.logout, type="tertiary")
+        return
+    if not named():
+        with st.form("your_name", border=False):
+            name = st.text_input(
+                "Your name", key="your_name", placeholder="who is reviewing?",
+                help="Put on every change you make. Asked once: this database remembers it, in every tab and after "
+                "a restart.",
+            )  # fmt: skip
+            if st.form_submit_button("Save name", type="primary", icon=":material/badge:"):
+                with saving("Your name"):
+                    server_store().users.rename(me, name)
+                    st.rerun()
+        return
+    with st.popover(f"You: {me.name}", icon=":material/badge:", type="tertiary"), st.form("rename_me", border=False):
+        name = st.text_input("Your name", value=me.name, help="Put on every change you make from now on.")
+        if st.form_submit_button("Save name"):
+            with saving("Your name"):
+                server_store().users.rename(me, name)
+                st.rerun()
 
 
 def dataset() -> str | None:
@@ -128,10 +224,13 @@ PAGES: dict[str, Any] = {}
 
 
 def need_reviewer() -> str | None:
-    """The reviewer's name; when none is given yet, a note saying edits need one."""
+    """The reviewer's name; when they may not review, a note saying why (a viewer; no name given yet)."""
     name = reviewer()
     if name is None:
-        st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+        if not named():
+            st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+        else:
+            st.info(f"You are a {user().role}: you read everything and change nothing.", icon=":material/visibility:")
     return name
 
 
@@ -190,8 +289,8 @@ def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: 
     if show(job_id):
         if background.cancel_requested(store(), job_id):
             st.caption(stopping)
-        elif st.button("Cancel", icon=":material/stop_circle:", key=key):
-            background.cancel(store(), job_id, author=reviewer())
+        elif can("score") and st.button("Cancel", icon=":material/stop_circle:", key=key):
+            background.cancel(store(), job_id)
             st.caption(stopping)
         return
     if ended is not None:

@@ -95,12 +95,15 @@ with left:
     done_already = upload is not None and st.session_state.get("imported_upload") == upload.file_id
     if done_already:
         st.caption("This file has been imported; choose another to import again.")
-    if st.button("Import", type="primary", disabled=upload is None or not dataset_name or done_already, key="import"):
+    if not _shared.can("import"):
+        st.caption(f"Importing is an admin's: you are a {_shared.user().role}.")
+    ready = upload is not None and bool(dataset_name) and not done_already and _shared.can("import")
+    if st.button("Import", type="primary", disabled=not ready, key="import"):
         assert upload is not None
         st.session_state["imported_upload"] = upload.file_id  # one click, one import
         st.session_state["import_job"] = start_import(
             store, upload.getvalue(), upload.name, dataset_name,
-            fmt=None if fmt == "detect" else fmt, author=_shared.reviewer(),
+            fmt=None if fmt == "detect" else fmt,
         )  # fmt: skip
         # The sidebar's widget owns session_state["dataset"] by now: switch through the deep link, which
         # the frame reads before making it (the dataset is made here so the link finds it at once).
@@ -125,7 +128,9 @@ with right:
         f"{plural(n_samples, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
         "dataset, scored."
     )
-    if st.button("Load the sample data", icon=":material/download:", key="load_samples"):
+    if st.button(
+        "Load the sample data", icon=":material/download:", key="load_samples", disabled=not _shared.can("import")
+    ):
         with st.spinner("Importing and scoring the samples…"):
             loads = load_samples(store, _shared.sample_folder())
         st.session_state["samples_loaded"] = sum(load.report.new for load in loads)
@@ -134,7 +139,7 @@ with right:
         st.success(f"Sample data loaded: {st.session_state.pop('samples_loaded')} new sessions.")
 
     current = _shared.dataset()
-    if current:
+    if current and _shared.can("manage_datasets"):
         st.subheader(f"Manage {literal_markdown(current)}")  # a name is data: never markdown that loads an image
         if "rename_to" not in st.session_state or st.session_state.get("rename_to_for") != current:
             st.session_state.update(rename_to=current, rename_to_for=current)  # this dataset's name, not the last

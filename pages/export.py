@@ -97,7 +97,7 @@ except EvalcoreError as exc:
     st.stop()
 # One download object per export, kept across reruns: its manifest describes the file downloaded last.
 kept = st.session_state.get("x_download")
-if isinstance(kept, ExportDownload) and kept.key == download.key and kept.store is store:
+if isinstance(kept, ExportDownload) and kept.key == download.key:
     download = kept
 st.session_state["x_download"] = download
 

@@ -206,7 +206,9 @@ with right:
         "Start a new run", key="new_run", help="Else an unfinished run of the same metrics and settings goes on."
     )
     blocked = None
-    if not chosen:
+    if not _shared.can("score"):
+        blocked = f"Scoring is an admin's: you are a {_shared.user().role}. The results below are yours to read."
+    elif not chosen:
         blocked = "Pick at least one metric."
     elif problems:
         blocked = f"Fix the parameters of {', '.join(problems)}."
@@ -218,9 +220,7 @@ with right:
         st.caption(blocked)
     if st.button("Run", type="primary", icon=":material/play_arrow:", disabled=blocked is not None, key="run"):
         try:
-            job_id = background.start_scoring(
-                store, dataset, specs, judge=config if judged else None, author=_shared.reviewer(), new_run=new_run
-            )
+            job_id = background.start_scoring(store, dataset, specs, judge=config if judged else None, new_run=new_run)
         except EvalcoreError as exc:
             st.error(str(exc), icon=":material/error:")
         else:
@@ -258,9 +258,10 @@ else:
             format_func=lambda run_id: next(r.label for r in unfinished if r.run == run_id),
             key="resume_pick",
         )
-        if c2.button("Resume", icon=":material/resume:", key="resume", disabled=running is not None):
+        resumable = running is None and _shared.can("score")
+        if c2.button("Resume", icon=":material/resume:", key="resume", disabled=not resumable):
             try:
-                job_id = background.resume_run(store, chosen_run, judge=config, author=_shared.reviewer())
+                job_id = background.resume_run(store, chosen_run, judge=config)
             except EvalcoreError as exc:
                 st.error(str(exc), icon=":material/error:")
             else:

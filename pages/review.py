@@ -86,12 +86,12 @@ def rebase(*, reset: bool) -> None:
 
 def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
     """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved."""
-    if author is None:
-        st.session_state["review_notice"] = ("error", "Enter your name in the sidebar first: every edit carries it.")
+    if author is None:  # (the buttons are off: a shortcut key, or a role lowered since the page was drawn)
+        st.session_state["review_notice"] = ("error", "You may not change this session: see the note above.")
         return False
     try:
         for turn, changes in groups:
-            base["version"] = store.sessions.save(pk, changes, base_version=base["version"], author=author, turn=turn)
+            base["version"] = store.sessions.save(pk, changes, base_version=base["version"], turn=turn)
     except ConflictError as exc:
         st.session_state["review_conflict"] = {"message": str(exc), "groups": groups, "what": what}
         return False
@@ -149,11 +149,11 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button(
         "Approve & next", type="primary", shortcut=S["approve_next"][1], key="approve_next", icon=":material/done_all:",
         on_click=set_status, args=("approved", nb.next), help="Approve, then open the next session",
+        disabled=author is None,
     )  # fmt: skip
-    st.button("Approve", shortcut=S["approve"][1], key="approve", on_click=set_status, args=("approved",))
-    st.button("Reject", shortcut=S["reject"][1], key="reject", on_click=set_status, args=("rejected",))
-    st.button("Flag", shortcut=S["flag"][1], key="flag", on_click=set_status, args=("flagged",))
-    st.button("To do", shortcut=S["todo"][1], key="todo", on_click=set_status, args=("todo",))
+    for button, text, status in (("approve", "Approve", "approved"), ("reject", "Reject", "rejected"),
+                                 ("flag", "Flag", "flagged"), ("todo", "To do", "todo")):  # fmt: skip
+        st.button(text, shortcut=S[button][1], key=button, on_click=set_status, args=(status,), disabled=author is None)
     with st.popover("Shortcuts", icon=":material/keyboard:", help="Every keyboard shortcut of this page"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
 
@@ -163,7 +163,7 @@ with st.container():
     if view.error is not None:
         st.error(f"The run failed: {literal_markdown(view.error)}", icon=":material/report:")
     if author is None:
-        st.info("Enter your name in the sidebar to edit: every change is saved with it.", icon=":material/badge:")
+        _shared.need_reviewer()  # (says why: no name given yet, or a viewer)
     notice = st.session_state.pop("review_notice", None)
     if notice is not None:
         if notice[0] == "success":
@@ -327,7 +327,7 @@ with tabs[3]:
         def give(name: str, widget: str, scale: dict[Any, float]) -> None:
             value = st.session_state.get(widget)
             try:
-                store.labels.set_verdict(pk, name, None if value is None else scale[value], author=author or "")
+                store.labels.set_verdict(pk, name, None if value is None else scale[value])
             except EvalcoreError as exc:
                 st.session_state["review_notice"] = ("error", f"The verdict was not saved: {exc}")
 
@@ -406,9 +406,7 @@ with tabs[6]:
             )  # fmt: skip
             if st.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
                 try:
-                    base["version"] = store.sessions.restore(
-                        pk, int(target), base_version=stored.version, author=author or ""
-                    )
+                    base["version"] = store.sessions.restore(pk, int(target), base_version=stored.version)
                 except EvalcoreError as exc:
                     st.error(f"Not restored: {exc}")
                 else:
@@ -428,7 +426,7 @@ with tabs[7]:
             body = st.text_area("Add a comment", key=f"comment_body-{key}", height=80)
             if st.form_submit_button("Comment", disabled=author is None):
                 try:
-                    store.labels.add_comment(pk, body, author=author or "")
+                    store.labels.add_comment(pk, body)
                 except EvalcoreError as exc:
                     st.error(str(exc))
                 else:

@@ -167,11 +167,11 @@ with st.expander("Change many sessions at once", icon=":material/checklist:"):
         with _shared.saving("The change"):
             pks = selected if scope == "selected" else store.sessions.matching(dataset, filters)
             if action == "status":
-                changed = store.sessions.set_status_many(pks, value, author=author)
+                changed = store.sessions.set_status_many(pks, value)
             elif action == "add tag":
-                changed = store.sessions.tag_many(pks, add=[value], author=author)
+                changed = store.sessions.tag_many(pks, add=[value])
             else:
-                changed = store.sessions.tag_many(pks, remove=[value], author=author)
+                changed = store.sessions.tag_many(pks, remove=[value])
             st.session_state["bulk_done"] = f"{changed:,} sessions changed."
             st.rerun()
     if "bulk_done" in st.session_state:

@@ -170,7 +170,6 @@ if run and view is not None and samples is not None:
             st.stop()
         job_id = background.start_solving(
             store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), places=samples.places,
-            author=_shared.reviewer(),
         )  # fmt: skip
         st.session_state["sim_job"] = (job_id, dataset.strip(), first_link(task, samples, model.strip()))
         st.rerun()

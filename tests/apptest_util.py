@@ -32,7 +32,7 @@ SAMPLE_DATA = ROOT / "sample_data"
 APP = str(ROOT / "app.py")
 PAGES = {
     name: f"pages/{name}.py"
-    for name in ("datasets", "sessions", "review", "metrics", "dashboard", "export", "simulate")
+    for name in ("datasets", "sessions", "review", "metrics", "dashboard", "export", "simulate", "users")
 }
 
 XSS = [
@@ -186,6 +186,26 @@ def store_fixture(db: Path) -> Iterator[Store]:
     """A connection of the test's own to its database (the app opens its own)."""
     with open_store(db) as s:
         yield s
+
+
+#: The issuer of the people the AppTest tests sign in (``person``).
+IDP = "https://idp.example.test"
+
+
+def person(at: AppTest, name: str, role: str = "reviewer") -> AppTest:
+    """``at`` signed in as ``name`` (made a user with ``role`` in the app's database first, as an admin would):
+    what ``st.user`` holds after a real sign-in, with the ``is_logged_in`` Streamlit adds."""
+    with open_store() as store:
+        store.users.ensure(iss=IDP, sub=name, name=name, role=role, email=f"{name}@example.com")
+    at.user = {"is_logged_in": True, "iss": IDP, "sub": name, "email": f"{name}@example.com", "email_verified": True,
+               "name": name, "provider": "default"}  # fmt: skip
+    return at
+
+
+def name_me(name: str) -> None:
+    """One-person mode: the machine's local user has given their name (the sidebar asks once)."""
+    with open_store() as store:
+        store.users.rename(store.users.local(), name)
 
 
 def app(**query: str) -> AppTest:

@@ -46,3 +46,8 @@ def own_connection(store: Store) -> sqlite3.Connection:
     engine = store._engine
     assert isinstance(engine, SqliteEngine), "a test of the SQLite engine"
     return engine.connection()
+
+
+def as_user(store: Store, name: str, role: str = "owner") -> Store:
+    """The store used by the user ``name`` (made on first use, with ``role``): what a test's change is made by."""
+    return store.as_user(store.users.ensure(iss="test", sub=name, name=name, role=role))

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from dbutil import as_user
 from formats_util import write_jsonl
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -307,19 +308,19 @@ def reviewed(store: Store, tmp_path: Path) -> tuple[Store, list[int], int]:
     )
     # Labels: d4 by three reviewers (2 pass, 1 fail: pass); d8 split 1-1 (a tie); d9 given, then withdrawn.
     for i, value in [(0, 1), (1, 0), (2, 0), (3, 1), (4, 1), (5, 1), (6, 0), (7, 1), (8, 1), (9, 1)]:
-        store.labels.set_verdict(s[i], LABEL, value, author="ann")
-    store.labels.set_verdict(s[4], LABEL, 1, author="bob")
-    store.labels.set_verdict(s[4], LABEL, 0, author="cy")
-    store.labels.set_verdict(s[8], LABEL, 0, author="bob")
-    store.labels.set_verdict(s[9], LABEL, None, author="ann")
+        as_user(store, "ann").labels.set_verdict(s[i], LABEL, value)
+    as_user(store, "bob").labels.set_verdict(s[4], LABEL, 1)
+    as_user(store, "cy").labels.set_verdict(s[4], LABEL, 0)
+    as_user(store, "bob").labels.set_verdict(s[8], LABEL, 0)
+    as_user(store, "ann").labels.set_verdict(s[9], LABEL, None)
     # Rubric verdicts: d1 by two reviewers (2 and 5: median 3.5, rounded up to 4); d3 has two rubrics.
-    store.labels.set_verdict(s[0], CLARITY, 4, author="ann")
-    store.labels.set_verdict(s[1], CLARITY, 2, author="ann")
-    store.labels.set_verdict(s[1], CLARITY, 5, author="bob")
-    store.labels.set_verdict(s[2], CLARITY, 1, author="ann")
-    store.labels.set_verdict(s[3], CLARITY, 3, author="ann")
-    store.labels.set_verdict(s[3], TONE, 2, author="ann")
-    store.labels.set_verdict(s[4], TONE, 5, author="ann")
+    as_user(store, "ann").labels.set_verdict(s[0], CLARITY, 4)
+    as_user(store, "ann").labels.set_verdict(s[1], CLARITY, 2)
+    as_user(store, "bob").labels.set_verdict(s[1], CLARITY, 5)
+    as_user(store, "ann").labels.set_verdict(s[2], CLARITY, 1)
+    as_user(store, "ann").labels.set_verdict(s[3], CLARITY, 3)
+    as_user(store, "ann").labels.set_verdict(s[3], TONE, 2)
+    as_user(store, "ann").labels.set_verdict(s[4], TONE, 5)
     # The aspect critique: d5 failed, d6 not applicable, d7 never scored; d9 (withdrawn) scored 0.
     _write(
         store,
@@ -478,7 +479,7 @@ def test_newest_run_with_scores_unless_a_run_is_named(reviewed: tuple[Store, lis
 def test_nothing_to_compare(store: Store, tmp_path: Path) -> None:
     pks = _sessions(store, tmp_path, "e", 3)
     assert judge_agreement(store, "e") == []  # no verdicts, no runs
-    store.labels.set_verdict(pks[0], LABEL, 1, author="ann")
+    as_user(store, "ann").labels.set_verdict(pks[0], LABEL, 1)
     assert judge_agreement(store, "e") == []  # verdicts, no run
     plain = _run(store, "e", [{"name": "exact_match"}])
     _write(store, plain, "exact_match", {pk: 1.0 for pk in pks})
@@ -486,8 +487,8 @@ def test_nothing_to_compare(store: Store, tmp_path: Path) -> None:
     judged = _run(store, "e", [{"name": "safety"}])
     _write(store, judged, "safety", {pks[1]: 1, pks[2]: 0})
     assert judge_agreement(store, "e") == []  # the judge scored none of the reviewed sessions
-    store.labels.set_verdict(pks[0], LABEL, None, author="ann")
-    store.labels.set_verdict(pks[1], LABEL, 1, author="ann")
+    as_user(store, "ann").labels.set_verdict(pks[0], LABEL, None)
+    as_user(store, "ann").labels.set_verdict(pks[1], LABEL, 1)
     (only,) = judge_agreement(store, "e")
     assert only.n == 1 and only.kappa is None and only.spearman is None and only.percent_agreement == 1.0
     assert only.disagreements == ()
@@ -499,9 +500,9 @@ def test_only_failures_still_report_what_was_left_out(store: Store, tmp_path: Pa
     _write(store, run, "safety", {pks[0]: "error", pks[1]: "n/a"})
     _write(store, run, "instance_rubric_score", {pks[0]: 3, pks[1]: 4})
     for pk in pks:
-        store.labels.set_verdict(pk, LABEL, 1, author="ann")
-        store.labels.set_verdict(pk, CLARITY, 3, author="ann")
-        store.labels.set_verdict(pk, TONE, 4, author="ann")
+        as_user(store, "ann").labels.set_verdict(pk, LABEL, 1)
+        as_user(store, "ann").labels.set_verdict(pk, CLARITY, 3)
+        as_user(store, "ann").labels.set_verdict(pk, TONE, 4)
     found = _by(judge_agreement(store, "f"))
     safety = found["safety", LABEL]
     assert safety.n == 0 and safety.kappa is None and safety.percent_agreement is None
@@ -533,10 +534,10 @@ def test_several_reviewers_and_rounding(store: Store, tmp_path: Path) -> None:
     # Judge values round half up: 2.5 -> 3 (not to the even 2), 3.5 -> 4; 0.4 is kept within 1-5 as 1.
     _write(store, run, RUBRIC, {pks[0]: 2.5, pks[1]: 3.5, pks[2]: 0.4, pks[3]: 5})
     for author, value in [("ann", 2), ("bob", 3)]:  # median 2.5 -> 3
-        store.labels.set_verdict(pks[0], CLARITY, value, author=author)
+        as_user(store, author).labels.set_verdict(pks[0], CLARITY, value)
     for author, value in [("ann", 1), ("bob", 4), ("cy", 5)]:  # median of three: 4
-        store.labels.set_verdict(pks[1], CLARITY, value, author=author)
-    store.labels.set_verdict(pks[2], CLARITY, 1, author="ann")
+        as_user(store, author).labels.set_verdict(pks[1], CLARITY, value)
+    as_user(store, "ann").labels.set_verdict(pks[2], CLARITY, 1)
     # A verdict whose value was cleared in place (NULL) counts for nothing: d3 is not compared.
     with store._engine.write() as conn:
         conn.execute(
@@ -556,7 +557,7 @@ def test_why_kappa_or_rho_is_undefined(store: Store, tmp_path: Path) -> None:
     _write(store, run, "safety", {pk: 1 for pk in pks})  # the judge passes everything
     _write(store, run, "relevance_to_query", {pks[0]: 1, pks[1]: 0, pks[2]: 1})
     for pk in pks:
-        store.labels.set_verdict(pk, LABEL, 1, author="ann")  # and so do the reviewers
+        as_user(store, "ann").labels.set_verdict(pk, LABEL, 1)  # and so do the reviewers
     found = _by(judge_agreement(store, "u"))
     safety = found["safety", LABEL]
     # All three in one category on both sides: po = 1, pe = 1, kappa = 0/0; both sides constant for rho.
@@ -579,7 +580,7 @@ def test_runs_without_parameters_and_unknown_metrics(store: Store, tmp_path: Pat
     run = store.runs.create("h", ["aspect_critique:kind", "retired_judge"], {}).id
     _write(store, run, "aspect_critique:kind", {pks[0]: 1, pks[1]: 0})
     _write(store, run, "retired_judge", {pks[0]: 1, pks[1]: 0})
-    store.labels.set_verdict(pks[0], LABEL, 1, author="ann")
-    store.labels.set_verdict(pks[1], LABEL, 0, author="ann")
+    as_user(store, "ann").labels.set_verdict(pks[0], LABEL, 1)
+    as_user(store, "ann").labels.set_verdict(pks[1], LABEL, 0)
     (only,) = judge_agreement(store, "h")
     assert (only.metric, only.kind, only.n, only.kappa) == ("aspect_critique:kind", "binary", 2, pytest.approx(1.0))

@@ -99,18 +99,24 @@ def test_the_sidebar_choice_wins_until_the_link_changes(db: Path) -> None:
     assert any("of **3** sessions" in c for c in texts(at, "caption"))
 
 
-def test_reviewer_name_is_kept_across_pages(db: Path, store: Store) -> None:
+def test_the_name_is_asked_once_and_kept(db: Path, store: Store) -> None:
     at = run(app(dataset="review", session="r-tools"))
-    at.text_input(key="reviewer").input("  Ann  ")
+    open_page(at, "review")
+    assert any("Enter your name" in t for t in texts(at, "info"))
+    assert at.button(key="approve").disabled
+    at.text_input(key="your_name").input("  Ann  ")
+    next(b for b in at.button if b.label == "Save name").click()
     run(at)
+    assert store.users.local_named() and store.users.local().name == "Ann"  # trimmed, kept in the database
     for page in ("sessions", "review", "datasets", "review"):
         open_page(at, page)
-        assert at.text_input(key="reviewer").value == "  Ann  ", page
-    assert not any("Enter your name" in t for t in texts(at, "info"))
-    at.button(key="flag").click()
-    run(at)
+        assert not any("Enter your name" in t for t in texts(at, "info")), page
+    again = open_page(run(app(dataset="review", session="r-tools")), "review")  # a new tab, a reload, a deep link
+    assert not any(w.key == "your_name" for w in again.text_input)
+    again.button(key="flag").click()
+    run(again)
     saved = store.sessions.get(store.sessions.find("review", "r-tools"))
-    assert (saved.session.status, saved.status_by) == ("flagged", "Ann")  # trimmed
+    assert (saved.session.status, saved.status_by) == ("flagged", "Ann")
 
 
 @pytest.mark.parametrize("kind", ["directory", "garbage"])

@@ -21,6 +21,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     template_db_fixture,
     texts,
 )
+from dbutil import as_user
 from streamlit.testing.v1 import AppTest
 
 from evalcore.metrics.base import MetricResult
@@ -71,8 +72,8 @@ def test_two_runs_compared(db: Path, store: Store) -> None:
 
 def test_review_progress_counts_status_changes(db: Path, store: Store) -> None:
     pks = store.sessions.pks("shop")
-    store.sessions.set_status_many(pks[10:14], "approved", author="ann")
-    store.sessions.set_status_many(pks[14:16], "rejected", author="bob")
+    as_user(store, "ann").sessions.set_status_many(pks[10:14], "approved")
+    as_user(store, "bob").sessions.set_status_many(pks[14:16], "rejected")
     at = _dashboard()
     assert "No reviewer has set a status on this dataset yet." not in texts(at, "info")
     assert "Statuses set by each reviewer" in texts(at, "caption")
@@ -99,7 +100,7 @@ def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
     )
     store.runs.finish(run_id)
     for pk, v in zip(pks, human, strict=True):
-        store.labels.set_verdict(pk, LABEL, v, author="ann")
+        as_user(store, "ann").labels.set_verdict(pk, LABEL, v)
     at = _dashboard()
     assert "**aspect\\_critique** against the reviewers' **label**" in texts(at, "markdown")
     shown = _metrics(at)

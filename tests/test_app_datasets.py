@@ -13,12 +13,14 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     fresh_db_fixture,
     navigation_v2_fixture,
+    person,
     run,
     shop_sessions,
     store_fixture,
     template_db_fixture,
     texts,
 )
+from dbutil import as_user
 from streamlit.testing.v1 import AppTest
 
 from evalcore.background import wait_for
@@ -45,7 +47,7 @@ def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
 
 def test_the_table_follows_a_review(db: Path, store: Store) -> None:
     pk = store.sessions.find("shop", "shop-10")
-    store.sessions.set_status(pk, "rejected", base_version=store.sessions.get(pk).version, author="ann")
+    as_user(store, "ann").sessions.set_status(pk, "rejected", base_version=store.sessions.get(pk).version)
     shop = _table(run(app()))["shop"]
     assert (shop["todo"], shop["rejected"]) == (21, 1)
     assert shop["reviewed"] == pytest.approx(6 / 30)
@@ -61,7 +63,7 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     data = (json.dumps({"schema_version": 1, **good[0]}) + "\n{broken\n").encode()
     data += (json.dumps({"schema_version": 1, **good[1]}) + "\n").encode()
     at = run(app())
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann", "admin")
     _upload(at, "mine.jsonl", data)
     assert at.selectbox(key="import_target").value == "review"  # the current dataset, or...
     at.selectbox(key="import_target").select("+ new dataset")

@@ -20,6 +20,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     navigation_v2_fixture,
     open_page,
+    person,
     review_sessions,
     run,
     store_fixture,
@@ -36,11 +37,12 @@ from evalcore.views.text import literal_markdown
 
 
 def _review(session: str = "r-tools", reviewer: str | None = "ann", dataset: str = "review", **query: str) -> AppTest:
-    """A browser session on Review (``?dataset=&session=``), with ``reviewer`` typed in the sidebar."""
-    at = run(app(dataset=dataset, session=session, **query))
+    """A browser session on Review (``?dataset=&session=``), signed in as ``reviewer`` (None: one-person mode, no
+    name given yet)."""
+    at = app(dataset=dataset, session=session, **query)
     if reviewer is not None:
-        at.text_input(key="reviewer").input(reviewer)
-    return open_page(at, "review")
+        person(at, reviewer)
+    return open_page(run(at), "review")
 
 
 def _tab(at: AppTest, name: str) -> AppTest:
@@ -245,9 +247,8 @@ def test_editing_needs_a_reviewer(db: Path, store: Store) -> None:
     assert any("Enter your name" in t for t in texts(at, "info"))
     assert by_prefix(at.button, "FormSubmitter:truth-").disabled
     assert by_prefix(at.button, "FormSubmitter:turn-form-0-").disabled
-    at.button(key="approve").click()
-    run(at)
-    assert any("Enter your name in the sidebar first" in e for e in texts(at, "error"))
+    assert all(at.button(key=k).disabled for k in ("approve_next", "approve", "reject", "flag", "todo"))
+
     assert store.sessions.get(store.sessions.find("review", "r-tools")).session.status == "todo"
 
 
@@ -294,7 +295,7 @@ def test_previous_and_next(db: Path) -> None:
 
 def test_next_follows_the_sessions_filter(db: Path) -> None:
     at = run(app(dataset="shop"))
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann")
     open_page(at, "sessions")
     at.multiselect(key="f_tags").set_value(["vip"])  # shop-00, shop-10, shop-20
     run(at)

@@ -18,6 +18,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     navigation_v2_fixture,
     open_page,
+    person,
     run,
     store_fixture,
     template_db_fixture,
@@ -200,14 +201,14 @@ def test_bulk_changes_need_a_reviewer(db: Path) -> None:
     run(at)
     assert any("Enter your name" in t for t in texts(at, "info"))
     assert at.button(key="bulk_apply").disabled
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann")
     run(at)
     assert not at.button(key="bulk_apply").disabled
 
 
 def test_bulk_status_for_the_ticked_rows(db: Path, store: Store) -> None:
     at = _sessions()
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann")
     _select(at, rows=[8, 9, 10])
     run(at)
     assert at.radio(key="bulk_scope").value == "selected"
@@ -228,7 +229,7 @@ def test_bulk_status_for_the_ticked_rows(db: Path, store: Store) -> None:
 
 def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:
     at = _sessions()
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann")
     _select(at, rows=[0, 29])
     run(at)
     at.selectbox(key="bulk_action").set_value("add tag")
@@ -243,7 +244,7 @@ def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:
 
 def test_bulk_status_for_the_whole_filter_needs_the_confirmation(db: Path, store: Store) -> None:
     at = _sessions()
-    at.text_input(key="reviewer").input("ann")
+    person(at, "ann")
     at.multiselect(key="f_status").set_value(["flagged"])
     at.selectbox(key="page_size").set_value(25)
     run(at)

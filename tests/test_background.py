@@ -52,7 +52,7 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
     data = _jsonl([_ragas(i) for i in range(n)], bad_at=3001)
     other = open_store(store.url)  # another browser tab (or process) on the same file
     try:
-        job_id = start_import(store, data, "uploads/x.jsonl", "ds", author="ann")
+        job_id = start_import(store, data, "uploads/x.jsonl", "ds")
         seen = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -98,7 +98,7 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
         (overview,) = other.datasets.overviews()
         assert overview.last_import_source == "x.jsonl"
 
-        again = wait_for(store, start_import(store, data, "x.jsonl", "ds", author="bob"))
+        again = wait_for(store, start_import(store, data, "x.jsonl", "ds"))
         assert again.status == "done" and again.result is not None
         assert (again.result["new"], again.result["unchanged"], again.result["failed"]) == (0, n, 1)
         assert [j.id for j in store.jobs.recent("ds")] == [again.id, job_id]
@@ -108,7 +108,7 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
 
 def test_a_job_whose_work_fails_ends_as_failed(store: Store) -> None:
     data = _jsonl([_ragas(0)])
-    job_id = start_import(store, data, "x.jsonl", "ds", fmt="nope", author="ann")  # does not raise
+    job_id = start_import(store, data, "x.jsonl", "ds", fmt="nope")  # does not raise
     job = wait_for(store, job_id)
     assert job.status == "failed" and job.result is None and job.finished_at
     assert job.error is not None and "nope" in job.error and "unexpected" not in job.error
@@ -128,7 +128,7 @@ def test_a_job_whose_work_fails_ends_as_failed(store: Store) -> None:
 
 def test_a_background_scoring_run(store: Store) -> None:
     wait_for(store, start_import(store, _jsonl([_ragas(i) for i in range(30)]), "x.jsonl", "ds"))
-    job_id = start_scoring(store, "ds", ["tool_call_count"], author="ann")
+    job_id = start_scoring(store, "ds", ["tool_call_count"])
     job = wait_for(store, job_id)
     assert job.status == "done", job.error
     assert (job.kind, job.label, job.unit, job.author) == ("score", "score tool_call_count", "items", "ann")
@@ -146,9 +146,9 @@ def test_a_background_scoring_run(store: Store) -> None:
 
 def test_a_running_job_that_stopped_reporting_is_stalled(store: Store) -> None:
     jobs = store.jobs
-    quiet = jobs.create("import", "ds", "import a.jsonl", author="ann", total=100, unit="bytes")
-    busy = jobs.create("score", "ds", "score x", author="ann", unit="items")
-    ended = jobs.create("score", "other", "score y", author=None, unit="items")
+    quiet = jobs.create("import", "ds", "import a.jsonl", total=100, unit="bytes")
+    busy = jobs.create("score", "ds", "score x", unit="items")
+    ended = jobs.create("score", "other", "score y", unit="items")
     jobs.progress(quiet, 40, 100)
     jobs.finish(ended, {"run": 1})
     assert jobs.get(quiet).fraction == 0.4 and jobs.get(busy).fraction == 0.0
@@ -266,7 +266,7 @@ def test_a_job_whose_process_was_killed_is_failed_not_running(store: Store) -> N
 
     code = (
         "import sys, time; from evalcore.store import open_store; "
-        "s = open_store(sys.argv[1]); print(s.jobs.create('import', 'ds', 'import big.jsonl', author='ann', "
+        "s = open_store(sys.argv[1]); print(s.jobs.create('import', 'ds', 'import big.jsonl', "
         "unit='bytes'), flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, store.url], stdout=subprocess.PIPE, text=True)

@@ -94,7 +94,7 @@ def test_faults_of_the_judge_are_failures_of_items(store: Store, server: FakeOpe
 def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOpenAI) -> None:
     server.latency = 0.03
     config = judge(server, concurrency=1)
-    job_id = start_scoring(store, "ds", ["relevance_to_query"], judge=config, author="ann")
+    job_id = start_scoring(store, "ds", ["relevance_to_query"], judge=config)
     with open_store(store.url) as other:  # another tab asks it to stop
         deadline = time.monotonic() + 30
         while other.jobs.get(job_id).done < 5 and time.monotonic() < deadline:
@@ -103,7 +103,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
         live = progress_view(other, other.jobs.get(job_id), job_run(other, job_id))
         assert live.status == "running" and live.active and live.run_id is not None
         assert re.fullmatch(r"Scoring: \d+ of 40 sessions", live.message) and live.items == 40
-        cancel(other, job_id, author="bob")
+        cancel(other, job_id)
         assert cancel_requested(other, job_id)
     job = wait_for(store, job_id)
     assert (job.status, job.error, job.cancel_by) == ("cancelled", "cancelled by bob", "bob")
@@ -122,7 +122,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
     server.latency = 0.0
     with pytest.raises(UsageError, match="gpt-4o-mini"):  # a judged run needs its judge to go on
         resume_run(store, run_id)
-    again = wait_for(store, resume_run(store, run_id, judge=config, author="ann"))
+    again = wait_for(store, resume_run(store, run_id, judge=config))
     assert again.status == "done", again.error
     assert job_run(store, again.id) == run_id and again.result is not None
     assert again.result["skipped"] == stopped.n_done + stopped.n_failed + stopped.n_not_applicable

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from apptest_util import shop_sessions, write_jsonl
+from dbutil import as_user
 
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.importing import import_file
@@ -189,10 +190,10 @@ def test_heatmap_in_the_order_of_one_metric_on_each_metrics_scale(store: Store) 
 
 def test_review_progress_by_day_and_reviewer(store: Store) -> None:
     pks = store.sessions.pks("shop")
-    store.sessions.set_status_many(pks[5:8], "approved", author="ann")  # shop-05..07 were flagged/flagged/flagged
-    store.sessions.set_status_many(pks[8:10], "rejected", author="bob")
+    as_user(store, "ann").sessions.set_status_many(pks[5:8], "approved")  # shop-05..07 were flagged/flagged/flagged
+    as_user(store, "bob").sessions.set_status_many(pks[8:10], "rejected")
     version = store.sessions.get(pks[9]).version
-    store.sessions.save(pks[9], {"status": "approved"}, base_version=version, author="ann")
+    as_user(store, "ann").sessions.save(pks[9], {"status": "approved"}, base_version=version)
     p = review_progress(store, "shop")
     assert len(p.days) == 1
     assert p.reviewers == ["ann", "bob"]

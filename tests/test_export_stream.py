@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from apptest_util import XSS, shop_sessions, write_jsonl
+from dbutil import as_user
 
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.exporting import ExportStream, export_dataset, manifest_path, scores_csv, scores_jsonl
@@ -68,7 +69,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         score_dataset(store, "shop", ["turn_count"])
         pk = store.sessions.find("shop", "shop-04")
         change = {"reference": "Edited by a reviewer: <b>bold</b>"}
-        store.sessions.save(pk, change, base_version=store.sessions.get(pk).version, author="ann")
+        as_user(store, "ann").sessions.save(pk, change, base_version=store.sessions.get(pk).version)
     return path
 
 
@@ -164,14 +165,14 @@ def test_the_manifest_describes_the_file_downloaded_last(store: Store, db: Path)
     assert json.loads(first.manifest())["sha256"] == hashlib.sha256(body).hexdigest() == before["sha256"]
     with open_store(db) as other:  # another reviewer approves one more session
         pk = other.sessions.find("shop", "shop-20")
-        other.sessions.set_status(pk, "approved", base_version=other.sessions.get(pk).version, author="bob")
+        as_user(other, "bob").sessions.set_status(pk, "approved", base_version=other.sessions.get(pk).version)
     try:
         assert json.loads(first.manifest())["sha256"] == hashlib.sha256(body).hexdigest()  # the file downloaded
         again = first.data()
         assert again != body and json.loads(first.manifest())["count"] == before["count"] + 1
     finally:
         with open_store(db) as other:
-            other.sessions.set_status(pk, "todo", base_version=other.sessions.get(pk).version, author="bob")
+            as_user(other, "bob").sessions.set_status(pk, "todo", base_version=other.sessions.get(pk).version)
 
 
 def test_edited_ground_truth_is_exported(store: Store) -> None:

@@ -163,7 +163,7 @@ import sys, time
 from evalcore import background
 from evalcore.store import open_store
 store = open_store(sys.argv[1])
-job = background.start_scoring(store, "d", sys.argv[2].split(","), author="ann", new_run=sys.argv[3] == "new")
+job = background.start_scoring(store, "d", sys.argv[2].split(","), new_run=sys.argv[3] == "new")
 print(job, flush=True)
 background.wait_for(store, job, timeout=300)
 """

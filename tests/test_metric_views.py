@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import as_user
 
 from evalcore.errors import UsageError
 from evalcore.importing import import_file
@@ -118,8 +119,9 @@ def test_the_profile_follows_edits_reading_only_what_changed(store: Store, tmp_p
     assert applicability(first, "tool_call_accuracy").applicable == 12 and first.read == 40
     pk = store.sessions.find("ds", "s-30")
     stored = store.sessions.get(pk)
-    store.sessions.save(pk, {"reference_tool_calls": [{"name": "get_order", "args": {"id": 30}}]},
-               base_version=stored.version, author="ann")  # fmt: skip
+    as_user(store, "ann").sessions.save(
+        pk, {"reference_tool_calls": [{"name": "get_order", "args": {"id": 30}}]}, base_version=stored.version
+    )
     profile = needs_profile(store, "ds")
     assert applicability(profile, "tool_call_accuracy").applicable == 13
     assert profile.read == 1  # only the edited session was read again
@@ -182,8 +184,13 @@ def test_params_from_a_form_leave_defaults_out_and_are_checked() -> None:
 
 
 def test_the_judge_is_shown_without_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("EVALCORE_JUDGE_MODEL", "EVALCORE_BASE_URL", "EVALCORE_JUDGE_BASE_URL", "EVALCORE_API_KEY",
-                 "OPENAI_API_KEY"):  # fmt: skip
+    for name in (
+        "EVALCORE_JUDGE_MODEL",
+        "EVALCORE_BASE_URL",
+        "EVALCORE_JUDGE_BASE_URL",
+        "EVALCORE_API_KEY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
     view = judge_view()
     assert (view.model, view.configured, view.key_note) == (None, False, "no key")

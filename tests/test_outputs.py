@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import own_connection
+from dbutil import as_user, own_connection
 from formats_util import load_output, write_jsonl
 
 from evalcore._infra.outputs import PendingOutput, atomic_output, output_target, publish
@@ -68,7 +68,7 @@ def store_db(tmp_path: Path) -> Path:
     with open_store(db) as store:
         import_file(store, write_jsonl(tmp_path / "in.jsonl", [_ragas(i) for i in range(60)]), "d")
         for pk in store.sessions.pks("d")[:20]:
-            store.sessions.set_status(pk, "approved", base_version=store.sessions.get(pk).version, author="t")
+            as_user(store, "t").sessions.set_status(pk, "approved", base_version=store.sessions.get(pk).version)
     return db
 
 

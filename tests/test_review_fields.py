@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from dbutil import as_user
 from formats_util import write_jsonl
 
 from evalcore.importing import import_file
@@ -423,7 +424,7 @@ def test_a_ragas_session_round_trips_through_the_store(store: Store, tmp_path: P
     }
     result = session_changes(stored.session, form)
     assert result.ok
-    version = store.sessions.save(pk, result.changes, base_version=stored.version, author="t")
+    version = as_user(store, "t").sessions.save(pk, result.changes, base_version=stored.version)
     after = store.sessions.get(pk)
     assert after.version == version == stored.version + 1
     session = after.session
@@ -459,7 +460,7 @@ def test_turn_changes_round_trip_through_the_store(store: Store, tmp_path: Path)
     }
     result = turn_changes(turns[1].truth, form)
     assert result.ok
-    version = store.sessions.save(pk, result.changes, base_version=stored.version, author="t", turn=1)
+    version = as_user(store, "t").sessions.save(pk, result.changes, base_version=stored.version, turn=1)
     truth = store.sessions.get(pk).session.turn_truth[1]
     assert (truth.qa_id, truth.ground_truth, truth.weight, truth.expected_tool_usage) == (
         "q2",
@@ -470,7 +471,7 @@ def test_turn_changes_round_trip_through_the_store(store: Store, tmp_path: Path)
     assert turn_changes(truth, turn_form_values(truth)).changes == {}
     # Clearing every field of the last turn: the store trims the empty entry.
     cleared = turn_changes(truth, {"qa_id": "", "ground_truth": "", "weight": None, "expected_tool_usage": ""})
-    store.sessions.save(pk, cleared.changes, base_version=version, author="t", turn=1)
+    as_user(store, "t").sessions.save(pk, cleared.changes, base_version=version, turn=1)
     assert store.sessions.get(pk).session.turn_truth == []
 
 
@@ -485,7 +486,7 @@ def test_an_evalcore_session_with_every_field_round_trips(store: Store, tmp_path
     # Reorder the reference calls: both keep their ids and metadata.
     form["reference_tool_calls"] = list(reversed(form["reference_tool_calls"]))
     result = session_changes(stored.session, form)
-    store.sessions.save(stored.pk, result.changes, base_version=stored.version, author="t")
+    as_user(store, "t").sessions.save(stored.pk, result.changes, base_version=stored.version)
     calls = store.sessions.get(stored.pk).session.reference_tool_calls or []
     assert [(c.name, c.id, c.metadata) for c in calls] == [("notify", None, {}), ("get_order", "r1", {"step": 1})]
 
@@ -500,4 +501,4 @@ def test_the_store_refuses_what_the_form_flags(store: Store, tmp_path: Path) -> 
     from evalcore.errors import UsageError
 
     with pytest.raises(UsageError, match="expected_facts and reference"):
-        store.sessions.save(pk, result.changes, base_version=stored.version, author="t")
+        as_user(store, "t").sessions.save(pk, result.changes, base_version=stored.version)

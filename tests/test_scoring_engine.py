@@ -18,7 +18,7 @@ from typing import ClassVar
 
 import pytest
 from apptest_util import SAMPLE_DATA
-from dbutil import own_connection, query
+from dbutil import as_user, own_connection, query
 from openai_server import FakeOpenAI
 
 from evalcore.errors import NotFoundError, UnknownNameError, UsageError, WorkerError
@@ -69,8 +69,11 @@ def test_a_run_reads_back_its_specs_filters_and_status_typed(store: Store) -> No
     chosen = SessionFilter(status=["todo"], search="flight*")
     report = score_dataset(store, DATASET, specs, filters=chosen)
     again = store.runs.get(report.run.id)  # read back from the table, not the object the run returned
-    assert run_specs(again) == [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}),
-                           MetricSpec("turn_count")]  # fmt: skip
+    assert run_specs(again) == [
+        MetricSpec("tool_call_f1"),
+        MetricSpec("string_similarity", {"measure": "jaro"}),
+        MetricSpec("turn_count"),
+    ]
     assert [s.key for s in run_specs(again)] == again.metrics
     assert again.filters == chosen and again.status == "done" and again.status in RUN_STATUSES
     assert "__filters__" not in again.params
@@ -244,8 +247,8 @@ def test_the_scorer_reads_sessions_exactly_as_the_store_gives_them(tmp_path: Pat
         pks = store.sessions.pks("all")
         assert len(pks) > 40
         first = store.sessions.get(pks[3])
-        store.sessions.save(pks[3], {"reference": "edited by a reviewer"}, base_version=first.version, author="ann")
-        store.sessions.set_status(pks[5], "approved", base_version=store.sessions.get(pks[5]).version, author="ann")
+        as_user(store, "ann").sessions.save(pks[3], {"reference": "edited by a reviewer"}, base_version=first.version)
+        as_user(store, "ann").sessions.set_status(pks[5], "approved", base_version=store.sessions.get(pks[5]).version)
         lean = store.runs.sessions(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
         full = store.sessions.get_many(list(reversed(pks)))
     assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
@@ -308,8 +311,11 @@ def test_metrics_that_read_calls_score_the_stored_json_as_they_score_the_session
                 import_file(store, path, "all")
         pks = store.sessions.pks("all")
         edited = next(s for s in store.sessions.get_many(pks) if s.session.reference_tool_calls)
-        store.sessions.save(edited.pk, {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
-                   base_version=edited.version, author="ann")  # fmt: skip
+        as_user(store, "ann").sessions.save(
+            edited.pk,
+            {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
+            base_version=edited.version,
+        )
         lean = session_calls(store.runs, list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
         full = store.sessions.get_many(list(reversed(pks)))
     assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
@@ -357,8 +363,10 @@ def test_worker_processes_score_exactly_as_one_process_does(tmp_path: Path, raga
         runs = store.runs
 
         def rows(run_id: int) -> list[tuple[object, ...]]:
-            return [(r.session_pk, r.metric, r.turn, r.status, r.value, r.reason, r.error, r.sub, r.warnings)
-                    for r in runs.scores(run_id, turns=True)]  # fmt: skip
+            return [
+                (r.session_pk, r.metric, r.turn, r.status, r.value, r.reason, r.error, r.sub, r.warnings)
+                for r in runs.scores(run_id, turns=True)
+            ]
 
         assert len(rows(one.run.id)) >= sessions * 3 and rows(one.run.id) == rows(two.run.id)
         assert one.summaries == two.summaries and two.run.items_done == two.run.n_items == sessions * 3
@@ -404,10 +412,25 @@ def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_
     for workers in ("1", "2"):
         out = tmp_path / f"scores-{workers}.jsonl"
         proc = subprocess.run(
-            [EVALCORE, "score", "--dataset", "many", "--metrics", "tool_call_accuracy,tool_call_f1", "--db", str(db),
-             "--new-run", "--workers", workers, "--output", str(out)],
-            capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                EVALCORE,
+                "score",
+                "--dataset",
+                "many",
+                "--metrics",
+                "tool_call_accuracy,tool_call_f1",
+                "--db",
+                str(db),
+                "--new-run",
+                "--workers",
+                workers,
+                "--output",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         assert f"{sessions} sessions of 'many'" in proc.stderr and f"n={sessions}" in proc.stdout
         outputs.append((proc.stdout, out.read_text(encoding="utf-8")))

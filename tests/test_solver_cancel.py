@@ -126,7 +126,7 @@ def test_cancel_of_a_solver_job_acts_within_a_second(tmp_path: Path, task: str, 
         time.sleep(1.0)  # well into the first samples (each would take MAX_SECONDS, or 30 s)
         assert store.jobs.get(job_id).status == "running"
         asked = time.monotonic()
-        background.cancel(store, job_id, author="ann")
+        background.cancel(store, job_id)
         status = _wait(store, job_id)
         took = time.monotonic() - asked
         server.release.set()

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from dbutil import as_user
 from formats_util import load_output, write_jsonl
 
 from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, UsageError
@@ -101,9 +102,9 @@ def test_ground_truth_survives_a_changed_reimport(store: Store, tmp_path: Path) 
     import_file(store, source, "d")
     pk = store.sessions.find("d", "s-1")
     version = store.sessions.get(pk).version
-    version = store.sessions.save(pk, {"reference": "Hello! How can I help?"}, base_version=version, author="ana")
-    version = store.sessions.save(
-        pk, {"observation": "too terse", "weight": 0.7}, base_version=version, author="ana", turn=0
+    version = as_user(store, "ana").sessions.save(pk, {"reference": "Hello! How can I help?"}, base_version=version)
+    version = as_user(store, "ana").sessions.save(
+        pk, {"observation": "too terse", "weight": 0.7}, base_version=version, turn=0
     )
     write_jsonl(source, [_gaussia("s-1", answer="Hi there, happy to help."), _gaussia("s-2")])
     report = import_file(store, source, "d")
@@ -119,11 +120,11 @@ def test_ground_truth_survives_a_changed_reimport(store: Store, tmp_path: Path) 
 def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
-    v = store.sessions.save(pk, {"reference": "first"}, base_version=1, author="ana")
-    v = store.sessions.save(
-        pk, {"reference": "second", "status": "approved"}, base_version=v, author="ben", reason="clearer"
+    v = as_user(store, "ana").sessions.save(pk, {"reference": "first"}, base_version=1)
+    v = as_user(store, "ben").sessions.save(
+        pk, {"reference": "second", "status": "approved"}, base_version=v, reason="clearer"
     )
-    v = store.sessions.save(pk, {"reference": "third"}, base_version=v, author="cy")
+    v = as_user(store, "cy").sessions.save(pk, {"reference": "third"}, base_version=v)
     history = store.sessions.history(pk)
     assert [(e.author, e.field, e.old, e.new) for e in history] == [
         ("ana", "reference", None, "first"),
@@ -133,7 +134,7 @@ def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None
     ]
     assert history[1].reason == "clearer" and history[1].version == 3
     assert store.sessions.state_at(pk, history[0].id).reference == "first"
-    v = store.sessions.restore(pk, history[0].id, base_version=v, author="dee")
+    v = as_user(store, "dee").sessions.restore(pk, history[0].id, base_version=v)
     restored = store.sessions.get(pk)
     assert restored.session.reference == "first" and restored.session.status == "todo"
     assert (
@@ -145,10 +146,10 @@ def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None
 def test_a_stale_save_is_refused_and_names_who_changed_what(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
-    store.sessions.save(pk, {"reference": "mine"}, base_version=1, author="ana")
-    store.sessions.save(pk, {"observation": "x"}, base_version=2, author="ana", turn=1)
+    as_user(store, "ana").sessions.save(pk, {"reference": "mine"}, base_version=1)
+    as_user(store, "ana").sessions.save(pk, {"observation": "x"}, base_version=2, turn=1)
     with pytest.raises(ConflictError) as caught:
-        store.sessions.save(pk, {"reference": "theirs"}, base_version=1, author="ben")
+        as_user(store, "ben").sessions.save(pk, {"reference": "theirs"}, base_version=1)
     message = str(caught.value)
     assert "ana" in message and "reference" in message and "turns[1].observation" in message
     assert caught.value.current_version == 3
@@ -159,24 +160,24 @@ def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) 
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
     with pytest.raises(UsageError, match=r"turns\[0\].weight: Input should be greater than or equal to 0"):
-        store.sessions.save(pk, {"weight": -1}, base_version=1, author="ana", turn=0)
+        as_user(store, "ana").sessions.save(pk, {"weight": -1}, base_version=1, turn=0)
     with pytest.raises(UsageError, match="turn 5 does not exist"):
-        store.sessions.save(pk, {"observation": "x"}, base_version=1, author="ana", turn=5)
+        as_user(store, "ana").sessions.save(pk, {"observation": "x"}, base_version=1, turn=5)
     with pytest.raises(UsageError, match="cannot edit messages"):
-        store.sessions.save(pk, {"messages": []}, base_version=1, author="ana")
-    store.sessions.save(pk, {"reference": "r"}, base_version=1, author="ana")
+        as_user(store, "ana").sessions.save(pk, {"messages": []}, base_version=1)
+    as_user(store, "ana").sessions.save(pk, {"reference": "r"}, base_version=1)
     with pytest.raises(UsageError, match="expected_facts and reference"):
-        store.sessions.save(pk, {"expected_facts": ["a"]}, base_version=2, author="ana")
+        as_user(store, "ana").sessions.save(pk, {"expected_facts": ["a"]}, base_version=2)
     with pytest.raises(UsageError, match="status"):
-        store.sessions.set_status(pk, "done", base_version=2, author="ana")
+        as_user(store, "ana").sessions.set_status(pk, "done", base_version=2)
     assert store.sessions.get(pk).version == 2 and len(store.sessions.history(pk)) == 1
 
 
 def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
-    v = store.sessions.save(pk, {"reference": "Order 7 shipped; 8 is packing."}, base_version=1, author="ana")
-    v = store.sessions.save(pk, {"ground_truth": "It shipped.", "weight": 0.25}, base_version=v, author="ana", turn=0)
+    v = as_user(store, "ana").sessions.save(pk, {"reference": "Order 7 shipped; 8 is packing."}, base_version=1)
+    v = as_user(store, "ana").sessions.save(pk, {"ground_truth": "It shipped.", "weight": 0.25}, base_version=v, turn=0)
     export_dataset(store, "d", tmp_path / "r.jsonl", "ragas")
     assert load_output(tmp_path / "r.jsonl")[0]["reference"] == "Order 7 shipped; 8 is packing."
     export_dataset(store, "d", tmp_path / "g.jsonl", "gaussia")
@@ -212,7 +213,7 @@ def test_browse_filters_sorts_searches_and_paginates(store: Store, tmp_path: Pat
     third = store.sessions.browse("d", limit=50, offset=100)
     assert len(third.items) == 20 and third.items[-1].session_id == "s-119"
     pk = store.sessions.find("d", "s-042")
-    store.sessions.save(pk, {"status": "flagged", "tags": ["hard", "refunds"]}, base_version=1, author="ana")
+    as_user(store, "ana").sessions.save(pk, {"status": "flagged", "tags": ["hard", "refunds"]}, base_version=1)
     flagged = store.sessions.browse("d", SessionFilter(status=["flagged"]))
     assert [s.session_id for s in flagged.items] == ["s-042"] and flagged.items[0].tags == ["hard", "refunds"]
     assert store.sessions.browse("d", SessionFilter(tags=["hard", "refunds"])).total == 1
@@ -226,7 +227,7 @@ def test_browse_filters_sorts_searches_and_paginates(store: Store, tmp_path: Pat
     newest = store.sessions.browse("d", sort="updated", descending=True, limit=1)
     assert newest.items[0].session_id == "s-042"
     v = store.sessions.get(pk).version
-    store.sessions.save(pk, {"reference": "ship to Zürich tomorrow"}, base_version=v, author="ana")
+    as_user(store, "ana").sessions.save(pk, {"reference": "ship to Zürich tomorrow"}, base_version=v)
     assert store.sessions.browse("d", SessionFilter(search="tomorrow")).total == 1  # ground truth is searchable
     with pytest.raises(UsageError):
         store.sessions.browse("d", sort="nope")
@@ -235,7 +236,7 @@ def test_browse_filters_sorts_searches_and_paginates(store: Store, tmp_path: Pat
 def test_export_filters_and_unknown_dataset(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia("a"), _gaussia("b"), _gaussia("c")]), "d")
     pk = store.sessions.find("d", "b")
-    store.sessions.set_status(pk, "approved", base_version=1, author="ana")
+    as_user(store, "ana").sessions.set_status(pk, "approved", base_version=1)
     report = export_dataset(store, "d", tmp_path / "o.jsonl", "gaussia", SessionFilter(status=["approved"]))
     assert report.count == 1 and [r["session_id"] for r in load_output(tmp_path / "o.jsonl")] == ["b"]
     assert json.loads(manifest_path(tmp_path / "o.jsonl").read_text())["filters"] == {"status": ["approved"]}
@@ -247,10 +248,10 @@ def test_export_filters_and_unknown_dataset(store: Store, tmp_path: Path) -> Non
 def test_comments(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
-    store.labels.add_comment(pk, "Tool result looks stale", author="ana", turn=0)
+    as_user(store, "ana").labels.add_comment(pk, "Tool result looks stale", turn=0)
     assert [(c.author, c.turn, c.body) for c in store.labels.comments(pk)] == [("ana", 0, "Tool result looks stale")]
     with pytest.raises(UsageError):
-        store.labels.add_comment(pk, "  ", author="ana")
+        as_user(store, "ana").labels.add_comment(pk, "  ")
 
 
 def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_file: Path, tmp_path: Path) -> None:
@@ -266,15 +267,15 @@ def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_fil
 def test_restore_is_one_save_and_swapped_qa_ids_are_fine(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
     (pk,) = store.sessions.pks("d")
-    v = store.sessions.save(pk, {"qa_id": "x"}, base_version=1, author="ana", turn=0)
-    v = store.sessions.save(pk, {"qa_id": "y"}, base_version=v, author="ana", turn=1)
+    v = as_user(store, "ana").sessions.save(pk, {"qa_id": "x"}, base_version=1, turn=0)
+    v = as_user(store, "ana").sessions.save(pk, {"qa_id": "y"}, base_version=v, turn=1)
     first = store.sessions.history(pk)[-1].id
-    v = store.sessions.save(pk, {"qa_id": "tmp"}, base_version=v, author="ben", turn=0)
-    v = store.sessions.save(pk, {"qa_id": "x"}, base_version=v, author="ben", turn=1)
-    v = store.sessions.save(pk, {"qa_id": "y"}, base_version=v, author="ben", turn=0)
-    v = store.sessions.save(pk, {"reference": "r"}, base_version=v, author="ben")
+    v = as_user(store, "ben").sessions.save(pk, {"qa_id": "tmp"}, base_version=v, turn=0)
+    v = as_user(store, "ben").sessions.save(pk, {"qa_id": "x"}, base_version=v, turn=1)
+    v = as_user(store, "ben").sessions.save(pk, {"qa_id": "y"}, base_version=v, turn=0)
+    v = as_user(store, "ben").sessions.save(pk, {"reference": "r"}, base_version=v)
     assert [t.qa_id for t in store.sessions.get(pk).session.turn_truth] == ["y", "x"]
-    restored = store.sessions.restore(pk, first, base_version=v, author="cy")
+    restored = as_user(store, "cy").sessions.restore(pk, first, base_version=v)
     assert restored == v + 1  # every field back in one version
     stored = store.sessions.get(pk)
     assert [t.qa_id for t in stored.session.turn_truth] == ["x", "y"] and stored.session.reference is None
@@ -284,14 +285,14 @@ def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, t
     source = write_jsonl(tmp_path / "s.jsonl", [_gaussia("s-1")])
     import_file(store, source, "d")
     pk = store.sessions.find("d", "s-1")
-    v = store.sessions.save(pk, {"ground_truth": "about refunds"}, base_version=1, author="ana", turn=1)
+    v = as_user(store, "ana").sessions.save(pk, {"ground_truth": "about refunds"}, base_version=1, turn=1)
     shorter = _gaussia("s-1")
     shorter["conversation"] = shorter["conversation"][:1]  # type: ignore[index]
     write_jsonl(source, [shorter])
     assert import_file(store, source, "d").updated == 1
     v = store.sessions.get(pk).version
-    v = store.sessions.set_status(pk, "approved", base_version=v, author="ana")  # not blocked by the stale turn
-    v = store.sessions.save(pk, {"ground_truth": None}, base_version=v, author="ana", turn=1)  # and it can be cleared
+    v = as_user(store, "ana").sessions.set_status(pk, "approved", base_version=v)  # not blocked by the stale turn
+    v = as_user(store, "ana").sessions.save(pk, {"ground_truth": None}, base_version=v, turn=1)  # and it can be cleared
     session = store.sessions.get(pk).session
     assert len(session.turn_truth) == 1 and session.status == "approved"  # the cleared turn is gone
     assert not [p for p in validate_session(session) if p.level == "error"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import query
+from dbutil import as_user, query
 
 from evalcore.errors import ConflictError
 from evalcore.importing import import_file
@@ -64,7 +64,7 @@ def _saver(url: str, pk: int, author: str, barrier: Any, results: Any) -> None:
                     base = store.sessions.get(pk).version
                     try:
                         done.append(
-                            (store.sessions.save(pk, {"reference": value}, base_version=base, author=author), value)
+                            (as_user(store, author).sessions.save(pk, {"reference": value}, base_version=base), value)
                         )
                         break
                     except ConflictError:
@@ -244,5 +244,5 @@ from evalcore.store import open_store
 store = open_store(sys.argv[1])
 pk = int(sys.argv[2])
 for n in range(100000):
-    store.sessions.save(pk, {"reference": f"save {n}"}, base_version=store.sessions.get(pk).version, author="ann")
+    store.sessions.save(pk, {"reference": f"save {n}"}, base_version=store.sessions.get(pk).version)
 """

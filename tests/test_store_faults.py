@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import own_connection
+from dbutil import as_user, own_connection
 from formats_util import write_jsonl
 
 from evalcore.errors import DatabaseFaultError, NotFoundError, StoreError, UsageError
@@ -174,7 +174,9 @@ def test_a_full_disk_is_a_store_error_and_the_database_stays_intact(tmp_path: Pa
         pk = store.sessions.pks("d")[0] if stored else None
         if pk is not None:
             assert (
-                store.sessions.save(pk, {"reference": "after"}, base_version=store.sessions.get(pk).version, author="t")
+                as_user(store, "t").sessions.save(
+                    pk, {"reference": "after"}, base_version=store.sessions.get(pk).version
+                )
                 == 2
             )
     assert _intact(db) == stored
@@ -188,12 +190,12 @@ def test_a_commit_refused_for_space_rolls_back_and_the_store_carries_on(tmp_path
         pages = own_connection(store).execute("PRAGMA page_count").fetchone()[0]
         own_connection(store).execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(DatabaseFaultError, match="disk holding it is full") as caught:
-            store.sessions.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t")
+            as_user(store, "t").sessions.save(pk, {"reference": "y" * 500000}, base_version=1)
         assert caught.value.code == "SQLITE_FULL" and isinstance(caught.value, StoreError)
         assert not own_connection(store).in_transaction  # rolled back, the write lock released
         assert store.sessions.get(pk).version == 1 and store.sessions.history(pk) == []
         own_connection(store).execute("PRAGMA max_page_count = 1073741823")
-        assert store.sessions.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t") == 2
+        assert as_user(store, "t").sessions.save(pk, {"reference": "y" * 500000}, base_version=1) == 2
     assert _intact(db) == 5
 
 
@@ -207,7 +209,7 @@ def test_a_read_only_database_file_reads_and_refuses_writes_clearly(tmp_path: Pa
         assert store.datasets.get("d").sessions == 5  # reading works
         pk = store.sessions.pks("d")[0]
         with pytest.raises(DatabaseFaultError) as caught:
-            store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t")
+            as_user(store, "t").sessions.save(pk, {"reference": "x"}, base_version=1)
         assert caught.value.code is not None and caught.value.code.startswith("SQLITE_READONLY")
         assert "read-only" in str(caught.value) and "permissions" in str(caught.value)
         assert not own_connection(store).in_transaction
@@ -258,13 +260,13 @@ def test_a_write_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path
             pk = store.sessions.pks("d")[0]
             started = time.monotonic()
             with pytest.raises(DatabaseFaultError) as caught:
-                store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t")
+                as_user(store, "t").sessions.save(pk, {"reference": "x"}, base_version=1)
             assert time.monotonic() - started < 10
             assert caught.value.code == "SQLITE_BUSY"
             assert "another process has held its write lock for more than 0.3 s" in str(caught.value)
             holder.kill()
             holder.wait(timeout=30)
-            assert store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t") == 2
+            assert as_user(store, "t").sessions.save(pk, {"reference": "x"}, base_version=1) == 2
     finally:
         holder.kill()
         holder.wait()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import execute, query
+from dbutil import as_user, execute, query
 from formats_util import write_jsonl
 
 from evalcore.errors import DatabaseFaultError, SchemaVersionError, UsageError
@@ -169,13 +169,13 @@ def test_db_copy_sqlite_to_postgresql_and_back_loses_nothing(
         _fill_store(store, tmp_path, tau_bench_file)
         pks = store.sessions.pks("tau")
         for i, pk in enumerate(pks[:5]):
-            version = store.sessions.save(pk, {"observation": f"curated {i}"}, base_version=1, author="ann", turn=0)
-            store.sessions.set_status(pk, "approved", base_version=version, author="bob", reason="checked")
-            store.labels.add_comment(pk, f"comment {i}", author="ann", turn=0)
-            store.labels.set_verdict(pk, LABEL, float(i % 2), author="bob")
-        store.sessions.tag_many(pks[5:10], add=["hard"], author="cy")
+            version = as_user(store, "ann").sessions.save(pk, {"observation": f"curated {i}"}, base_version=1, turn=0)
+            as_user(store, "bob").sessions.set_status(pk, "approved", base_version=version, reason="checked")
+            as_user(store, "ann").labels.add_comment(pk, f"comment {i}", turn=0)
+            as_user(store, "bob").labels.set_verdict(pk, LABEL, float(i % 2))
+        as_user(store, "cy").sessions.tag_many(pks[5:10], add=["hard"])
         score_dataset(store, "tau", ["tool_call_f1", "turn_count"])
-        store.jobs.create("import", "tau", "import x", author="ann", unit="bytes")
+        as_user(store, "ann").jobs.create("import", "tau", "import x", unit="bytes")
         execute(store, "INSERT INTO judge_cache (key, model, request, response, input_tokens, output_tokens, "
                 "created_at) VALUES ('k1', 'gpt', '{\"a\": 1}', 'yes', 3, 4, 'now')")  # fmt: skip
         before = _everything(store)
@@ -188,7 +188,7 @@ def test_db_copy_sqlite_to_postgresql_and_back_loses_nothing(
         counts = {t.name: query(pg, f"SELECT count(*) FROM {t.name}")[0][0] for t in TABLES}
         # Used after the copy: new rows get new ids (the sequences moved past the copied ones).
         pk = pg.sessions.pks("tau")[20]
-        pg.sessions.save(pk, {"reference": "after the copy"}, base_version=1, author="dee")
+        as_user(pg, "dee").sessions.save(pk, {"reference": "after the copy"}, base_version=1)
         assert pg.datasets.get("fresh", create=True).id > max(d.id for d in pg.datasets.all() if d.name != "fresh")
     # Again: nothing copied twice.
     again = run("db", "copy", str(source), url)
@@ -256,13 +256,13 @@ def test_a_statement_timeout_fails_the_save_cleanly(pg_cluster: Any, tmp_path: P
     try:
         with open_store(timed) as store:
             with pytest.raises(DatabaseFaultError, match=r"statement_timeout") as caught:
-                store.sessions.save(pk, {"reference": "never"}, base_version=1, author="ann")
+                as_user(store, "ann").sessions.save(pk, {"reference": "never"}, base_version=1)
             assert caught.value.kind == "timeout"
     finally:
         holder.release()
     with open_store(url) as store:  # nothing half-written; the save goes through once the row is free
         assert store.sessions.get(pk).version == 1 and store.sessions.history(pk) == []
-        assert store.sessions.save(pk, {"reference": "now"}, base_version=1, author="ann") == 2
+        assert as_user(store, "ann").sessions.save(pk, {"reference": "now"}, base_version=1) == 2
 
 
 class _RowLock:
@@ -289,7 +289,7 @@ def test_a_connection_lost_mid_save_writes_nothing_and_the_store_goes_on(pg_clus
 
     def save() -> None:
         try:
-            store.sessions.save(pk, {"reference": "lost"}, base_version=1, author="ann")
+            as_user(store, "ann").sessions.save(pk, {"reference": "lost"}, base_version=1)
         except BaseException as exc:
             caught.append(exc)
 
@@ -309,7 +309,7 @@ def test_a_connection_lost_mid_save_writes_nothing_and_the_store_goes_on(pg_clus
     assert len(caught) == 1 and isinstance(caught[0], DatabaseFaultError), caught
     assert caught[0].kind == "lost" and "nothing of the failed change was saved" in str(caught[0])
     assert store.sessions.get(pk).version == 1 and store.sessions.history(pk) == []  # nothing half-written
-    assert store.sessions.save(pk, {"reference": "again"}, base_version=1, author="ann") == 2  # the store goes on
+    assert as_user(store, "ann").sessions.save(pk, {"reference": "again"}, base_version=1) == 2  # the store goes on
     store.close()
 
 
@@ -322,7 +322,7 @@ def test_the_store_survives_a_server_restart(pg_cluster: Any) -> None:
     pg_cluster.restart()
     # The pool's connections died with the server: each is checked when lent, and replaced.
     assert store.sessions.browse("d").total == len(pks)
-    assert store.sessions.save(pks[0], {"reference": "after the restart"}, base_version=1, author="ann") == 2
+    assert as_user(store, "ann").sessions.save(pks[0], {"reference": "after the restart"}, base_version=1) == 2
     store.close()
 
 

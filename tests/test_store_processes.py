@@ -30,6 +30,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from dbutil import as_user
+
 from evalcore.errors import ConflictError
 from evalcore.importing import import_file
 from evalcore.store import SCHEMA_VERSION, open_store
@@ -216,8 +218,8 @@ def test_sigkill_mid_import_leaves_a_valid_store_and_the_rerun_finishes(tmp_path
     with open_store(db) as store:
         base = store.sessions.get(edited_pk)
         assert base.version == 1
-        version = store.sessions.save(
-            edited_pk, {"reference": "curated before the resume"}, base_version=1, author="alice"
+        version = as_user(store, "alice").sessions.save(
+            edited_pk, {"reference": "curated before the resume"}, base_version=1
         )
         assert version == 2
 
@@ -258,7 +260,7 @@ def _rival(db: str, pk: int, author: str, value: str, barrier: Any, retry: Any, 
             base = store.sessions.get(pk).version
             barrier.wait(timeout=30)
             try:
-                version = store.sessions.save(pk, {"reference": value}, base_version=base, author=author)
+                version = as_user(store, author).sessions.save(pk, {"reference": value}, base_version=base)
             except ConflictError as exc:
                 results.put(
                     {"author": author, "outcome": "conflict", "message": str(exc), "current": exc.current_version}
@@ -267,7 +269,7 @@ def _rival(db: str, pk: int, author: str, value: str, barrier: Any, retry: Any, 
                     results.put({"author": author, "outcome": "error", "message": "no go-ahead to retry"})
                     return
                 fresh = store.sessions.get(pk)
-                version = store.sessions.save(pk, {"reference": value}, base_version=fresh.version, author=author)
+                version = as_user(store, author).sessions.save(pk, {"reference": value}, base_version=fresh.version)
                 results.put({"author": author, "outcome": "retried", "base": fresh.version, "version": version})
                 return
             results.put({"author": author, "outcome": "saved", "base": base, "version": version})
@@ -356,7 +358,7 @@ def _patient_saver(db: str, pk: int, saver_ready: Any, locked: Any, results: Any
             if not locked.wait(timeout=30):
                 raise TimeoutError("the lock was never taken")
             start = time.monotonic()
-            version = store.sessions.save(pk, {"reference": "saved after waiting"}, base_version=base, author="carol")
+            version = as_user(store, "carol").sessions.save(pk, {"reference": "saved after waiting"}, base_version=base)
             end = time.monotonic()
         results.put({"who": "saver", "outcome": "ok", "start": start, "end": end, "version": version})
     except BaseException as exc:
@@ -404,7 +406,7 @@ def _busy_saver(db: str, pk: int, author: str, barrier: Any, results: Any) -> No
                     value = f"{author} save {i} try {attempt}"
                     base = store.sessions.get(pk).version
                     try:
-                        version = store.sessions.save(pk, {"reference": value}, base_version=base, author=author)
+                        version = as_user(store, author).sessions.save(pk, {"reference": value}, base_version=base)
                     except ConflictError:
                         conflicts += 1
                         continue

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import own_connection, query
+from dbutil import as_user, own_connection, query
 from formats_util import sessions_of, write_jsonl
 from sqlite_utils import Database
 
@@ -132,7 +132,7 @@ def test_a_failed_write_in_one_thread_leaves_no_trace(store: Store, tmp_path: Pa
     thread.join(10)
     assert [str(e) for e in errors] == ["boom"]
     assert store.sessions.get(pk).session.status == "todo"
-    store.sessions.set_status(pk, "approved", base_version=1, author="ann")  # the write lock was released
+    as_user(store, "ann").sessions.set_status(pk, "approved", base_version=1)  # the write lock was released
     assert store.sessions.get(pk).session.status == "approved"
 
 
@@ -157,8 +157,8 @@ def test_two_threads_save_different_sessions_at_once(store: Store, tmp_path: Pat
             start.wait(10)
             version = 1
             for n in range(20):
-                version = store.sessions.save(
-                    pks[author], {"reference": f"{author} {n}"}, base_version=version, author=author
+                version = as_user(store, author).sessions.save(
+                    pks[author], {"reference": f"{author} {n}"}, base_version=version
                 )
         except BaseException as exc:
             errors.append(exc)
@@ -325,8 +325,8 @@ def test_migration_0002_on_a_version_1_database(tmp_path: Path) -> None:
         assert store.sessions.get(pks["with-turns"]).version == 1
         # Saving a session still works and keeps the flag right.
         pk = pks["with-turns"]
-        store.sessions.save(pk, {"ground_truth": None}, base_version=1, author="ann", turn=0)
-        v = store.sessions.save(pk, {"observation": None}, base_version=2, author="ann", turn=1)
+        as_user(store, "ann").sessions.save(pk, {"ground_truth": None}, base_version=1, turn=0)
+        v = as_user(store, "ann").sessions.save(pk, {"observation": None}, base_version=2, turn=1)
         assert store.sessions.get(pk).session.turn_truth == []
         assert store.sessions.browse("old", SessionFilter(has_truth=True), limit=100).total == 2
         assert v == 3
@@ -367,14 +367,14 @@ def test_has_truth_filter_and_summary_fields(store: Store, tmp_path: Path) -> No
     assert SessionFilter(has_truth=False).as_dict() == {"has_truth": False}
     # A reviewer's ground truth moves a session into the filter; clearing it moves it out again.
     pk = items[2].pk
-    store.sessions.save(pk, {"reference": "now it has one"}, base_version=1, author="ann")
+    as_user(store, "ann").sessions.save(pk, {"reference": "now it has one"}, base_version=1)
     summary = store.sessions.browse("d", SessionFilter(has_truth=True)).items[-1]
     assert summary.pk == pk and summary.has_truth and summary.updated_by == "ann" and summary.version == 2
-    store.sessions.save(pk, {"reference": None}, base_version=2, author="bob")
+    as_user(store, "bob").sessions.save(pk, {"reference": None}, base_version=2)
     assert store.sessions.count("d", SessionFilter(has_truth=True)) == 2
     assert store.sessions.browse("d", SessionFilter(has_truth=False)).items[0].updated_by == "bob"
     # A tag does not count as ground truth.
-    store.sessions.save(pk, {"tags": ["x"]}, base_version=3, author="bob")
+    as_user(store, "bob").sessions.save(pk, {"tags": ["x"]}, base_version=3)
     assert store.sessions.count("d", SessionFilter(has_truth=True)) == 2
 
 
@@ -423,9 +423,9 @@ def test_facets_count_statuses_tags_assistants_and_truth(store: Store, tmp_path:
     assert list(f.tags.items()) == [("hard", 3), ("refunds", 2), ("easy", 1), ("zeta", 1)]
     assert list(f.assistants.items()) == [("bot-b", 3), ("bot-a", 1), ("bot-c", 1)]
 
-    store.sessions.set_status(_pk(store, "d", "s1"), "approved", base_version=1, author="ann")
-    store.sessions.set_status(_pk(store, "d", "s2"), "flagged", base_version=1, author="ann")
-    store.sessions.save(_pk(store, "d", "s5"), {"tags": ["zeta", "easy"], "goal": "g"}, base_version=1, author="ann")
+    as_user(store, "ann").sessions.set_status(_pk(store, "d", "s1"), "approved", base_version=1)
+    as_user(store, "ann").sessions.set_status(_pk(store, "d", "s2"), "flagged", base_version=1)
+    as_user(store, "ann").sessions.save(_pk(store, "d", "s5"), {"tags": ["zeta", "easy"], "goal": "g"}, base_version=1)
     f = store.sessions.facets("d")
     assert f.statuses == {"todo": 4, "in_progress": 0, "approved": 1, "rejected": 0, "flagged": 1}
     assert list(f.tags.items()) == [("hard", 3), ("easy", 2), ("refunds", 2), ("zeta", 2)]
@@ -524,15 +524,15 @@ def test_neighbours_of_a_session_that_left_the_filter(varied: Store) -> None:
         expected = _all(store, "d", todo, sort=sort, descending=descending)
         pk = expected[4]
         version = store.sessions.get(pk).version
-        store.sessions.set_status(pk, "approved", base_version=version, author="ann")
+        as_user(store, "ann").sessions.set_status(pk, "approved", base_version=version)
         n = store.sessions.neighbours("d", pk, todo, sort=sort, descending=descending)
         assert n.index is None and n.total == len(expected) - 1
         assert (n.previous, n.next) == (expected[3], expected[5]), (sort, descending)
         # It is still in place for a filter it matches.
         assert store.sessions.neighbours("d", pk, sort=sort, descending=descending).index is not None
-        store.sessions.set_status(pk, "todo", base_version=version + 1, author="ann")
+        as_user(store, "ann").sessions.set_status(pk, "todo", base_version=version + 1)
     first = _all(store, "d", todo)[0]
-    store.sessions.set_status(first, "approved", base_version=store.sessions.get(first).version, author="ann")
+    as_user(store, "ann").sessions.set_status(first, "approved", base_version=store.sessions.get(first).version)
     n = store.sessions.neighbours("d", first, todo)
     assert n.index is None and n.previous is None and n.next == _all(store, "d", todo)[0]
     with pytest.raises(UsageError, match="unknown sort"):
@@ -547,12 +547,12 @@ def test_bulk_status_and_tags_on_chosen_sessions(store: Store, tmp_path: Path) -
     _import(store, tmp_path, "other", [_native("s0")], name="o.jsonl")
     pks = store.sessions.pks("d")
     other = store.sessions.pks("other")[0]
-    v = store.sessions.save(pks[0], {"reference": "first"}, base_version=1, author="ann")
+    v = as_user(store, "ann").sessions.save(pks[0], {"reference": "first"}, base_version=1)
     assert v == 2
-    assert store.sessions.set_status_many([pks[0], pks[1], pks[0]], "flagged", author="bob", reason="look again") == 2
-    assert store.sessions.set_status_many(pks[:3], "flagged", author="bob") == 1  # two were flagged already
-    assert store.sessions.tag_many(pks[:3], add=["hard", " hard ", "x"], remove=["old"], author="cy") == 3
-    assert store.sessions.tag_many(pks[:3], add=["hard"], author="cy") == 0  # nothing to change
+    assert as_user(store, "bob").sessions.set_status_many([pks[0], pks[1], pks[0]], "flagged", reason="look again") == 2
+    assert as_user(store, "bob").sessions.set_status_many(pks[:3], "flagged") == 1  # two were flagged already
+    assert as_user(store, "cy").sessions.tag_many(pks[:3], add=["hard", " hard ", "x"], remove=["old"]) == 3
+    assert as_user(store, "cy").sessions.tag_many(pks[:3], add=["hard"]) == 0  # nothing to change
     assert [store.sessions.get(pk).session.tags for pk in pks[:3]] == [["hard", "x"], ["hard", "x"], ["hard", "x"]]
     assert (
         store.sessions.get(pks[0]).version == 4
@@ -576,7 +576,7 @@ def test_bulk_status_and_tags_on_chosen_sessions(store: Store, tmp_path: Path) -
     assert (after_reference.reference, after_reference.status, after_reference.tags) == ("first", "todo", ["old"])
     after_status = store.sessions.state_at(pks[0], history[1].id)
     assert (after_status.status, after_status.tags) == ("flagged", ["old"])
-    store.sessions.restore(pks[0], history[0].id, base_version=4, author="dee")
+    as_user(store, "dee").sessions.restore(pks[0], history[0].id, base_version=4)
     restored = store.sessions.get(pks[0])
     assert (restored.version, restored.session.status, restored.session.tags) == (5, "todo", ["old"])
     assert restored.session.reference == "first"
@@ -590,17 +590,17 @@ def test_bulk_status_and_tags_on_chosen_sessions(store: Store, tmp_path: Path) -
     assert [s.pk for s in store.sessions.browse("d", SessionFilter(tags=["old"])).items] == [pks[0]]
 
     with pytest.raises(UsageError, match="unknown status 'done'"):
-        store.sessions.set_status_many(pks, "done", author="bob")
+        as_user(store, "bob").sessions.set_status_many(pks, "done")
     with pytest.raises(UsageError, match="name a tag"):
-        store.sessions.tag_many(pks, add=[" ", ""], remove=[], author="bob")
+        as_user(store, "bob").sessions.tag_many(pks, add=[" ", ""], remove=[])
     with pytest.raises(UsageError, match="name a tag"):
-        store.sessions.tag_many(pks, author="bob")
+        as_user(store, "bob").sessions.tag_many(pks)
     with pytest.raises(UsageError, match="author"):
-        store.sessions.set_status_many(pks, "approved", author="")
+        as_user(store, "").sessions.set_status_many(pks, "approved")
     with pytest.raises(UsageError, match="author"):
-        store.sessions.tag_many(pks, add=["t"], author="")
-    assert store.sessions.set_status_many([], "approved", author="bob") == 0
-    assert store.sessions.set_status_many([999_999], "approved", author="bob") == 0
+        as_user(store, "").sessions.tag_many(pks, add=["t"])
+    assert as_user(store, "bob").sessions.set_status_many([], "approved") == 0
+    assert as_user(store, "bob").sessions.set_status_many([999999], "approved") == 0
     assert store.sessions.get(pks[0]).version == 5
 
 
@@ -608,14 +608,14 @@ def test_a_save_based_on_the_version_before_a_bulk_change_is_refused(store: Stor
     _import(store, tmp_path, "d", [_native("a"), _native("b")])
     pk = _pk(store, "d", "a")
     base = store.sessions.get(pk).version
-    store.sessions.set_status_many([pk], "approved", author="bob")
+    as_user(store, "bob").sessions.set_status_many([pk], "approved")
     with pytest.raises(ConflictError) as caught:
-        store.sessions.save(pk, {"reference": "mine"}, base_version=base, author="ann")
+        as_user(store, "ann").sessions.save(pk, {"reference": "mine"}, base_version=base)
     assert "bob" in str(caught.value) and "status" in str(caught.value) and caught.value.current_version == 2
-    store.sessions.tag_many([pk], add=["t"], author="cy")
+    as_user(store, "cy").sessions.tag_many([pk], add=["t"])
     with pytest.raises(ConflictError, match="cy .* changed tags"):
-        store.sessions.save(pk, {"reference": "mine"}, base_version=2, author="ann")
-    assert store.sessions.save(pk, {"reference": "mine"}, base_version=3, author="ann") == 4
+        as_user(store, "ann").sessions.save(pk, {"reference": "mine"}, base_version=2)
+    assert as_user(store, "ann").sessions.save(pk, {"reference": "mine"}, base_version=3) == 4
 
 
 def test_bulk_changes_on_everything_a_filter_matches(store: Store, tmp_path: Path) -> None:
@@ -625,13 +625,13 @@ def test_bulk_changes_on_everything_a_filter_matches(store: Store, tmp_path: Pat
     bot_a = SessionFilter(assistant="bot-a")
     pks = store.sessions.matching("d", bot_a)
     assert len(pks) == store.sessions.count("d", bot_a) == 766 and pks == sorted(pks)
-    assert store.sessions.set_status_many(pks, "in_progress", author="ann") == 766
-    assert store.sessions.set_status_many(store.sessions.matching("d"), "in_progress", author="bob") == 1150 - 766
+    assert as_user(store, "ann").sessions.set_status_many(pks, "in_progress") == 766
+    assert as_user(store, "bob").sessions.set_status_many(store.sessions.matching("d"), "in_progress") == 1150 - 766
     assert store.sessions.facets("d").statuses["in_progress"] == 1150
     assert store.sessions.get(store.sessions.pks("other")[0]).session.status == "todo"
 
-    assert store.sessions.tag_many(store.sessions.matching("d", bot_a), add=["a-side"], author="ann") == 766
-    assert store.sessions.tag_many(store.sessions.matching("d"), add=["all"], remove=["a-side"], author="bob") == 1150
+    assert as_user(store, "ann").sessions.tag_many(store.sessions.matching("d", bot_a), add=["a-side"]) == 766
+    assert as_user(store, "bob").sessions.tag_many(store.sessions.matching("d"), add=["all"], remove=["a-side"]) == 1150
     f = store.sessions.facets("d")
     assert f.tags == {"all": 1150}
     assert store.sessions.get(pks[-1]).version == 4 and store.sessions.get(pks[-1]).session.tags == ["all"]
@@ -656,9 +656,9 @@ def test_overviews_and_rename(store: Store, tmp_path: Path) -> None:
     ragas = {"user_input": [{"content": "hi", "type": "human"}, {"content": "yo", "type": "ai"}], "reference": "yo"}
     import_file(store, write_jsonl(tmp_path / "r.jsonl", [ragas]), "b")
     store.datasets.get("a-empty", create=True)
-    store.sessions.set_status(_pk(store, "b", "x"), "approved", base_version=1, author="ann")
-    store.sessions.set_status(_pk(store, "b", "y"), "rejected", base_version=1, author="ann")
-    store.sessions.set_status(_pk(store, "b", "z"), "flagged", base_version=1, author="ann")
+    as_user(store, "ann").sessions.set_status(_pk(store, "b", "x"), "approved", base_version=1)
+    as_user(store, "ann").sessions.set_status(_pk(store, "b", "y"), "rejected", base_version=1)
+    as_user(store, "ann").sessions.set_status(_pk(store, "b", "z"), "flagged", base_version=1)
     empty, b = store.datasets.overviews()
     assert (empty.name, empty.sessions, empty.formats, empty.progress, empty.last_import_at) == (
         "a-empty",
@@ -673,7 +673,7 @@ def test_overviews_and_rename(store: Store, tmp_path: Path) -> None:
     assert b.reviewed == 2 and b.progress == 0.5 and b.with_truth == 2
     assert b.last_import_source == "r.jsonl" and b.last_import_at and b.last_import_at >= b.created_at
 
-    job = store.jobs.create("import", "b", "import b.jsonl", author="ann", unit="bytes")
+    job = as_user(store, "ann").jobs.create("import", "b", "import b.jsonl", unit="bytes")
     with pytest.raises(UsageError, match="exists already"):
         store.datasets.rename("b", "a-empty")
     with pytest.raises(UsageError, match="needs a name"):
@@ -700,11 +700,11 @@ def _fill(store: Store, tmp_path: Path, dataset: str, word: str) -> None:
     records = [_native(f"{dataset}-{i}", words=word, tags=["t"], turns=2) for i in range(3)]
     _import(store, tmp_path, dataset, records, name=f"{dataset}.jsonl")
     for pk in store.sessions.pks(dataset):
-        store.sessions.save(pk, {"reference": f"{word} reference"}, base_version=1, author="ann")
-        store.labels.add_comment(pk, f"about {word}", author="ann", turn=0)
-        store.labels.set_verdict(pk, LABEL, 1, author="ann")
+        as_user(store, "ann").sessions.save(pk, {"reference": f"{word} reference"}, base_version=1)
+        as_user(store, "ann").labels.add_comment(pk, f"about {word}", turn=0)
+        as_user(store, "ann").labels.set_verdict(pk, LABEL, 1)
     score_dataset(store, dataset, ["turn_count", "exact_match"])
-    store.jobs.create("score", dataset, "score turn_count", author="ann", unit="items")
+    as_user(store, "ann").jobs.create("score", dataset, "score turn_count", unit="items")
 
 
 def test_delete_dataset_removes_everything_of_it_and_nothing_else(store: Store, tmp_path: Path) -> None:
@@ -767,12 +767,12 @@ def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
     (c,) = store.sessions.pks("e")
     clarity = rubric_verdict("clarity")
     assert clarity == "rubric:clarity"
-    store.labels.set_verdict(a, LABEL, 1, author="ann")
-    store.labels.set_verdict(a, LABEL, 0.0, author="ann")  # replaces
-    store.labels.set_verdict(a, LABEL, 1.0, author="bob")
-    store.labels.set_verdict(a, clarity, 4, author="ann")
-    store.labels.set_verdict(b, clarity, 5.0, author="bob")
-    store.labels.set_verdict(c, LABEL, 1, author="ann")
+    as_user(store, "ann").labels.set_verdict(a, LABEL, 1)
+    as_user(store, "ann").labels.set_verdict(a, LABEL, 0.0)  # replaces
+    as_user(store, "bob").labels.set_verdict(a, LABEL, 1.0)
+    as_user(store, "ann").labels.set_verdict(a, clarity, 4)
+    as_user(store, "bob").labels.set_verdict(b, clarity, 5.0)
+    as_user(store, "ann").labels.set_verdict(c, LABEL, 1)
     assert [(v.author, v.name, v.value) for v in store.labels.verdicts(a)] == [
         ("ann", "label", 0.0),
         ("bob", "label", 1.0),
@@ -785,8 +785,8 @@ def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
         (a, "ann", "rubric:clarity"),
         (b, "bob", "rubric:clarity"),
     ]
-    store.labels.set_verdict(a, LABEL, None, author="ann")  # withdrawn
-    store.labels.set_verdict(a, LABEL, None, author="cy")  # nothing to withdraw: fine
+    as_user(store, "ann").labels.set_verdict(a, LABEL, None)  # withdrawn
+    as_user(store, "cy").labels.set_verdict(a, LABEL, None)  # nothing to withdraw: fine
     assert [(v.author, v.name) for v in store.labels.verdicts(a)] == [("bob", "label"), ("ann", "rubric:clarity")]
     assert len(store.labels.human_verdicts("d")) == 3 and len(store.labels.human_verdicts("e")) == 1
     assert store.sessions.get(a).version == 1  # a verdict is not an edit of the session
@@ -807,11 +807,11 @@ def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
     ]
     for name, value in bad:
         with pytest.raises(UsageError):
-            store.labels.set_verdict(a, name, value, author="ann")
+            as_user(store, "ann").labels.set_verdict(a, name, value)
     with pytest.raises(UsageError, match="author"):
-        store.labels.set_verdict(a, LABEL, 1, author="")
+        as_user(store, "").labels.set_verdict(a, LABEL, 1)
     with pytest.raises(NotFoundError):
-        store.labels.set_verdict(999_999, LABEL, 1, author="ann")
+        as_user(store, "ann").labels.set_verdict(999999, LABEL, 1)
     with pytest.raises(NotFoundError):
         store.labels.human_verdicts("nope")
     assert len(store.labels.human_verdicts("d")) == 3

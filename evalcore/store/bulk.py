@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import UsageError
 from evalcore.schema import STATUSES
 from evalcore.store.engine import Engine
 from evalcore.store.records import now
+
+if TYPE_CHECKING:
+    from evalcore.store.store import Store
 
 __all__ = ["BulkChanges"]
 
@@ -36,17 +39,18 @@ class BulkChanges:
     """The part of ``store.sessions`` that changes many sessions in one go."""
 
     _engine: Engine
+    _store: Store
 
-    def set_status_many(self, pks: Iterable[int], status: str, *, author: str, reason: str | None = None) -> int:
+    def set_status_many(self, pks: Iterable[int], status: str, *, reason: str | None = None) -> int:
         """Set the review status of every session in ``pks``; returns how many changed."""
         if status not in STATUSES:
             raise UsageError(f"unknown status {status!r}; use one of {', '.join(STATUSES)}")
-        if not author:
-            raise UsageError("every edit needs an author")
+        self._store.require("review", "change the status of sessions")
         changed = 0
         for chunk in _chunks(pks):
             stamp = now()
             with self._engine.write() as conn:
+                author, author_id = self._store.author(conn)
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
                     f"SELECT id, status, version FROM sessions WHERE id IN ({marks}) AND status != ? ORDER BY id"
@@ -56,10 +60,11 @@ class BulkChanges:
                 if not rows:
                     continue
                 conn.executemany(
-                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
-                    "VALUES (?, NULL, 'status', ?, ?, ?, ?, ?, ?)",
-                    [(pk, json.dumps(old), json.dumps(status), author, stamp, reason, v + 1) for pk, old, v in rows],
-                )
+                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+                    "VALUES (?, NULL, 'status', ?, ?, ?, ?, ?, ?, ?)",
+                    [(pk, json.dumps(old), json.dumps(status), author, stamp, reason, v + 1, author_id)
+                     for pk, old, v in rows],
+                )  # fmt: skip
                 conn.executemany(
                     "UPDATE sessions SET status = ?, status_by = ?, status_at = ?, version = version + 1, "
                     "updated_at = ?, updated_by = ?, n_edits = n_edits + 1 WHERE id = ?",
@@ -74,7 +79,6 @@ class BulkChanges:
         *,
         add: Iterable[str] = (),
         remove: Iterable[str] = (),
-        author: str,
         reason: str | None = None,
     ) -> int:
         """Add and remove tags on every session in ``pks``; returns how many changed."""
@@ -82,12 +86,12 @@ class BulkChanges:
         removing = {t.strip() for t in remove if t.strip()}
         if not adding and not removing:
             raise UsageError("name a tag to add or remove")
-        if not author:
-            raise UsageError("every edit needs an author")
+        self._store.require("review", "tag sessions")
         changed = 0
         for chunk in _chunks(pks):
             stamp = now()
             with self._engine.write() as conn:
+                author, author_id = self._store.author(conn)
                 marks = ",".join("?" * len(chunk))
                 rows = conn.execute(
                     f"SELECT id, tags, version FROM sessions WHERE id IN ({marks}) ORDER BY id"
@@ -102,13 +106,13 @@ class BulkChanges:
                     new += [t for t in dict.fromkeys(adding) if t not in new]
                     if new == old:
                         continue
-                    edits.append((pk, json.dumps(old), json.dumps(new), author, stamp, reason, version + 1))
+                    edits.append((pk, json.dumps(old), json.dumps(new), author, stamp, reason, version + 1, author_id))
                     updates.append((json.dumps(new), stamp, author, pk))
                 if not updates:
                     continue
                 conn.executemany(
-                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
-                    "VALUES (?, NULL, 'tags', ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+                    "VALUES (?, NULL, 'tags', ?, ?, ?, ?, ?, ?, ?)",
                     edits,
                 )
                 conn.executemany(

@@ -29,6 +29,7 @@ class JudgeCacheTable:
     """The ``judge_cache`` table (``evalcore.judge.StoreJudgeCache`` reads and writes it for the judge)."""
 
     def __init__(self, store: Store) -> None:
+        self._store = store
         self._engine = store._engine
 
     def get(self, key: str) -> CacheEntry | None:
@@ -42,6 +43,7 @@ class JudgeCacheTable:
 
     def put(self, entry: CacheEntry) -> None:
         """Keep a call (the first kept under its key stays)."""
+        self._store.require("score", "keep a judge's answer")
         with self._engine.write() as conn:
             conn.execute(
                 "INSERT INTO judge_cache (key, model, request, response, input_tokens, output_tokens, created_at) "

@@ -33,122 +33,43 @@ class _Table:
     columns: tuple[str, ...]  # every column, the key's first
 
 
+def _table(name: str, key: str, columns: str) -> _Table:
+    return _Table(name, tuple(key.split()), tuple(columns.split()))
+
+
 #: Every table of the store, parents before children, with its columns (the same on both engines; the
 #: PostgreSQL-only ``search_tsv`` is generated from ``search_text``).
 TABLES: tuple[_Table, ...] = (
-    _Table("datasets", ("id",), ("id", "name", "description", "created_at", "last_import_at", "last_import_source")),
-    _Table(
-        "sessions",
-        ("id",),
-        (
-            "id",
-            "dataset_id",
-            "key",
-            "session_id",
-            "assistant_id",
-            "title",
-            "status",
-            "status_by",
-            "status_at",
-            "tags",
-            "n_turns",
-            "n_messages",
-            "n_tool_calls",
-            "source",
-            "format",
-            "position",
-            "line",
-            "data",
-            "content_hash",
-            "n_edits",
-            "version",
-            "search_text",
-            "created_at",
-            "updated_at",
-            "updated_by",
-            "has_truth",
-        ),
-    ),  # fmt: skip
-    _Table("session_tags", ("session_pk", "tag"), ("session_pk", "tag")),
-    _Table("edits", ("id",), ("id", "session_pk", "turn", "field", "old", "new", "author", "at", "reason", "version")),
-    _Table("comments", ("id",), ("id", "session_pk", "turn", "author", "body", "at")),
-    _Table("verdicts", ("id",), ("id", "session_pk", "author", "name", "value", "at")),
-    _Table(
-        "runs",
-        ("id",),
-        (
-            "id",
-            "dataset_id",
-            "metrics",
-            "params",
-            "judge_model",
-            "judge_base_url",
-            "status",
-            "started_at",
-            "finished_at",
-            "n_items",
-            "n_done",
-            "n_failed",
-            "n_not_applicable",
-            "filters",
-            "updated_at",
-            "error",
-        ),
-    ),  # fmt: skip
-    _Table(
-        "scores",
-        ("id",),
-        (
-            "id",
-            "run_id",
-            "session_pk",
-            "turn",
-            "metric",
-            "status",
-            "value",
-            "reason",
-            "error",
-            "sub",
-            "warnings",
-            "calls",
-            "cached",
-            "input_tokens",
-            "output_tokens",
-            "cost",
-            "latency_ms",
-            "created_at",
-        ),
-    ),  # fmt: skip
-    _Table(
-        "judge_cache",
-        ("key",),
-        ("key", "model", "request", "response", "input_tokens", "output_tokens", "created_at"),
+    _table("users", "id", "id iss sub email name role disabled provider created_at created_by last_seen_at"),
+    _table("datasets", "id", "id name description created_at last_import_at last_import_source"),
+    _table(
+        "sessions", "id",
+        "id dataset_id key session_id assistant_id title status status_by status_at tags n_turns n_messages "
+        "n_tool_calls source format position line data content_hash n_edits version search_text created_at "
+        "updated_at updated_by has_truth",
     ),
-    _Table(
-        "jobs",
-        ("id",),
-        (
-            "id",
-            "kind",
-            "dataset",
-            "label",
-            "author",
-            "status",
-            "done",
-            "total",
-            "unit",
-            "result",
-            "error",
-            "started_at",
-            "updated_at",
-            "finished_at",
-            "run_id",
-            "cancel_by",
-            "owner",
-        ),
-    ),  # fmt: skip
-    _Table("meta", ("key",), ("key", "value")),
-)
+    _table("session_tags", "session_pk tag", "session_pk tag"),
+    _table("edits", "id", "id session_pk turn field old new author at reason version author_id"),
+    _table("comments", "id", "id session_pk turn author body at author_id"),
+    _table("verdicts", "id", "id session_pk author name value at author_id"),
+    _table(
+        "runs", "id",
+        "id dataset_id metrics params judge_model judge_base_url status started_at finished_at n_items n_done "
+        "n_failed n_not_applicable filters updated_at error created_by created_by_id",
+    ),
+    _table(
+        "scores", "id",
+        "id run_id session_pk turn metric status value reason error sub warnings calls cached input_tokens "
+        "output_tokens cost latency_ms created_at",
+    ),
+    _table("judge_cache", "key", "key model request response input_tokens output_tokens created_at"),
+    _table(
+        "jobs", "id",
+        "id kind dataset label author status done total unit result error started_at updated_at finished_at run_id "
+        "cancel_by owner author_id",
+    ),
+    _table("meta", "key", "key value"),
+)  # fmt: skip
 _SOURCE_NOTE = "copied_from"  # the destination's note of where its copy came from
 _CHUNK = 2000
 

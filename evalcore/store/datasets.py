@@ -52,6 +52,7 @@ class Datasets:
     """The datasets of one store (``store.datasets``)."""
 
     def __init__(self, store: Store) -> None:
+        self._store = store
         self._engine = store._engine
 
     def get(self, name: str, *, create: bool = False, description: str | None = None) -> Dataset:
@@ -67,6 +68,7 @@ class Datasets:
             raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.names()) or 'none'}")
         if not name.strip():
             raise UsageError("a dataset needs a name (got an empty one)")
+        self._store.require("import", f"make the dataset {name!r}")
         with self._engine.write() as conn:
             conn.execute(
                 "INSERT INTO datasets (name, description, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -131,6 +133,7 @@ class Datasets:
 
     def mark_imported(self, dataset_id: int, source: str) -> None:
         """Record that ``source`` was just imported into the dataset (the Datasets page's "last import")."""
+        self._store.require("import", "import sessions")
         with self._engine.write() as conn:
             conn.execute(
                 "UPDATE datasets SET last_import_at = ?, last_import_source = ? WHERE id = ?",
@@ -140,6 +143,7 @@ class Datasets:
     def rename(self, old: str, new: str) -> str:
         """Rename dataset ``old`` to ``new`` (refused when ``new`` is taken); returns the new name."""
         new = _check_name(new)
+        self._store.require("manage_datasets", f"rename the dataset {old!r}")
         dataset_id = self.id_of(old)
         if new == old:
             return new
@@ -155,6 +159,7 @@ class Datasets:
         transaction. ``confirm`` must repeat the name. Returns how many sessions were deleted."""
         if confirm != name:
             raise UsageError(f"type the dataset's name ({name!r}) to delete it")
+        self._store.require("manage_datasets", f"delete the dataset {name!r}")
         dataset_id = self.id_of(name)
         # Every row pointing at the dataset's sessions and runs is deleted here, before them (SQLite's own checks
         # of the deleted sessions would scan the scores once for each: they are left to this code).

@@ -142,6 +142,9 @@ class Engine(ABC):
     def lock_dataset(self, conn: Conn, dataset_id: int) -> None:  # noqa: B027 (SQLite: nothing to do)
         """Hold the dataset's import lock until the transaction ends: two imports into one dataset take turns."""
 
+    def lock_users(self, conn: Conn) -> None:  # noqa: B027 (SQLite: a write transaction is alone already)
+        """Hold the users' lock until the transaction ends: two first sign-ins take turns (one owner, not two)."""
+
     @abstractmethod
     def id_set(self, ids: list[int]) -> tuple[str, list[Any]]:
         """SQL for the set of ``ids`` (``x IN <it>``), with its parameters: one parameter, whatever the count."""

@@ -21,6 +21,7 @@ from evalcore.store.rows import Row, search_text
 
 if TYPE_CHECKING:
     from evalcore.store.records import StoredSession
+    from evalcore.store.store import Store
 
 __all__ = ["BatchCounts", "Importing"]
 
@@ -49,6 +50,7 @@ class Importing:
     """The part of ``store.sessions`` that imports rows."""
 
     _engine: Engine
+    _store: Store
 
     if TYPE_CHECKING:
 
@@ -56,6 +58,7 @@ class Importing:
 
     def store_batch(self, dataset_id: int, source: str, batch: list[Row]) -> BatchCounts:
         """Store ``batch`` (rows of distinct keys) in the dataset, in one transaction (see the module's doc)."""
+        self._store.require("import", "import sessions")
         try:
             return self._store_rows(dataset_id, source, batch)
         except DatabaseFaultError as exc:
@@ -78,6 +81,7 @@ class Importing:
         stamp = now()
         with self._engine.write() as conn:
             self._engine.lock_dataset(conn, dataset_id)  # two imports into one dataset take turns
+            _, author_id = self._store.author(conn)
             existing: dict[str, tuple[int, str, int]] = {}
             keys = [r.key for r in batch]
             for start in range(0, len(keys), 500):
@@ -97,7 +101,7 @@ class Importing:
                 elif old[1] == row.content_hash:
                     report.unchanged += 1
                 else:
-                    self._update_conversation(conn, old[0], row, stamp, source)
+                    self._update_conversation(conn, old[0], row, stamp, source, author_id)
                     report.updated += 1
             if inserts:
                 self._engine.insert_sessions(conn, inserts, stamp)
@@ -110,7 +114,7 @@ class Importing:
                     )
         return report
 
-    def _update_conversation(self, conn: Conn, pk: int, row: Row, stamp: str, source: str) -> None:
+    def _update_conversation(self, conn: Conn, pk: int, row: Row, stamp: str, source: str, author_id: int) -> None:
         version = conn.execute(
             "UPDATE sessions SET data = ?, content_hash = ?, version = version + 1, session_id = ?, assistant_id = ?, "
             "title = ?, n_turns = ?, n_messages = ?, n_tool_calls = ?, format = ?, position = ?, line = ?, "
@@ -119,9 +123,9 @@ class Importing:
              row.n_tool_calls, row.format, row.position, row.line, stamp, f"import:{source}", pk],
         ).fetchone()[0]  # fmt: skip
         conn.execute(
-            "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
-            "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?)",
-            [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version],
+            "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+            "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?, ?)",
+            [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version, author_id],
         )
         # The text search sees the new conversation with the reviewers' ground truth laid over it.
         effective = self._get(conn, pk)

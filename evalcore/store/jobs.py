@@ -79,17 +79,20 @@ class Jobs:
     """The jobs of one store (``store.jobs``)."""
 
     def __init__(self, store: Store) -> None:
+        self._store = store
         self._engine = store._engine
 
-    def create(self, kind: str, dataset: str, label: str, *, author: str | None, total: int = 0, unit: str) -> int:
-        """Record a job that starts now; returns its id."""
+    def create(self, kind: str, dataset: str, label: str, *, total: int = 0, unit: str) -> int:
+        """Record a job (an ``import``, a ``score`` run or a ``solve``) the store's user starts now; its id."""
+        self._store.require("score" if kind == "score" else "import", f"start {label}")
         stamp = now()
         with self._engine.write() as conn:
+            author, author_id = self._store.author(conn)
             return int(
                 conn.execute(
                     "INSERT INTO jobs (kind, dataset, label, author, status, total, unit, started_at, updated_at, "
-                    "owner) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?) RETURNING id",
-                    [kind, dataset, label, author, total, unit, stamp, stamp, this_process()],
+                    "owner, author_id) VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?) RETURNING id",
+                    [kind, dataset, label, author, total, unit, stamp, stamp, this_process(), author_id],
                 ).fetchone()[0]
             )
 
@@ -133,9 +136,11 @@ class Jobs:
         with self._engine.write() as conn:
             conn.execute("UPDATE jobs SET run_id = ? WHERE id = ?", [run_id, job_id])
 
-    def request_cancel(self, job_id: int, author: str) -> None:
-        """Ask the job to stop (its worker looks: ``cancel_requested``)."""
+    def request_cancel(self, job_id: int) -> None:
+        """Ask the job to stop, as the store's user (its worker looks: ``cancel_requested``). An admin's."""
+        self._store.require("manage_datasets", "stop a job")
         with self._engine.write() as conn:
+            author, _ = self._store.author(conn)
             if conn.execute("UPDATE jobs SET cancel_by = ? WHERE id = ?", [author, job_id]).rowcount == 0:
                 raise NotFoundError(f"no job #{job_id}")
 

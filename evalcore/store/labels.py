@@ -70,22 +70,23 @@ class Labels:
 
     # -- verdicts -----------------------------------------------------------------------------------
 
-    def set_verdict(self, pk: int, name: str, value: float | None, *, author: str) -> None:
-        """Give (or with ``None`` withdraw) ``author``'s verdict ``name`` on session ``pk``."""
-        if not author:
-            raise UsageError("every verdict needs an author")
+    def set_verdict(self, pk: int, name: str, value: float | None) -> None:
+        """Give (or with ``None`` withdraw) the store's user's verdict ``name`` on session ``pk``."""
         _check(name, value)
+        self._store.require("review", "give a verdict")
         self._store.sessions.get(pk)  # raises when missing
         with self._engine.write() as conn:
+            author, author_id = self._store.author(conn)
             if value is None:
                 conn.execute(
                     "DELETE FROM verdicts WHERE session_pk = ? AND author = ? AND name = ?", [pk, author, name]
                 )
             else:
                 conn.execute(
-                    "INSERT INTO verdicts (session_pk, author, name, value, at) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (session_pk, author, name) DO UPDATE SET value = excluded.value, at = excluded.at",
-                    [pk, author, name, float(value), now()],
+                    "INSERT INTO verdicts (session_pk, author, name, value, at, author_id) VALUES (?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (session_pk, author, name) DO UPDATE SET value = excluded.value, at = excluded.at, "
+                    "author_id = excluded.author_id",
+                    [pk, author, name, float(value), now(), author_id],
                 )
 
     def verdicts(self, pk: int) -> list[Verdict]:
@@ -133,16 +134,19 @@ class Labels:
 
     # -- comments -----------------------------------------------------------------------------------
 
-    def add_comment(self, pk: int, body: str, *, author: str, turn: int | None = None) -> int:
-        """Add a comment to the session (or one of its turns); returns its id."""
+    def add_comment(self, pk: int, body: str, *, turn: int | None = None) -> int:
+        """Add the store's user's comment to the session (or one of its turns); returns its id."""
         if not body.strip():
             raise UsageError("a comment needs some text")
+        self._store.require("review", "comment")
         self._store.sessions.get(pk)
         with self._engine.write() as conn:
+            author, author_id = self._store.author(conn)
             return int(
                 conn.execute(
-                    "INSERT INTO comments (session_pk, turn, author, body, at) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    [pk, turn, author, body, now()],
+                    "INSERT INTO comments (session_pk, turn, author, body, at, author_id) VALUES (?, ?, ?, ?, ?, ?) "
+                    "RETURNING id",
+                    [pk, turn, author, body, now(), author_id],
                 ).fetchone()[0]
             )
 

@@ -401,5 +401,34 @@ def jobs_owner(db: Database) -> None:
     db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
 
 
+@_migration("0012_users")
+def users(db: Database) -> None:
+    """Users and their roles (``evalcore.store.access``); every change names the user who made it: edits, comments
+    and verdicts carry their author's id beside the name, runs who started them, jobs who asked for them."""
+    db.execute(
+        """
+        CREATE TABLE users (
+            id INTEGER PRIMARY KEY,
+            iss TEXT,
+            sub TEXT,
+            email TEXT,
+            name TEXT NOT NULL,
+            role TEXT NOT NULL,
+            disabled INTEGER NOT NULL DEFAULT 0,
+            provider TEXT,
+            created_at TEXT NOT NULL,
+            created_by TEXT,
+            last_seen_at TEXT,
+            UNIQUE (iss, sub)
+        )"""
+    )
+    db.execute("CREATE UNIQUE INDEX idx_users_name ON users (name)")
+    db.execute("CREATE INDEX idx_users_email ON users (email)")
+    for table in ("edits", "comments", "verdicts", "jobs"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN author_id INTEGER REFERENCES users(id)")
+    db.execute("ALTER TABLE runs ADD COLUMN created_by TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN created_by_id INTEGER REFERENCES users(id)")
+
+
 #: The store's schema version: the number of migrations.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -45,6 +45,7 @@ __all__ = ["PostgresEngine", "public_url"]
 #: Advisory lock keys (one 64-bit space per database): migrations, and imports into a dataset (plus its id).
 _MIGRATION_LOCK = 0x6576616C636F7265  # "evalcore"
 _IMPORT_LOCK = 0x696D706F72740000
+_USERS_LOCK = 0x7573657273  # "users"
 _CONNECT_TIMEOUT = 10  # seconds to reach the server before saying it cannot be reached
 
 # SQLSTATE classes and codes that say the database failed (not an SQL mistake): kind, what, what to do.
@@ -423,11 +424,14 @@ class PostgresEngine(Engine):
     def lock_dataset(self, conn: Conn, dataset_id: int) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(?)", [_IMPORT_LOCK + dataset_id])
 
+    def lock_users(self, conn: Conn) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", [_USERS_LOCK])
+
     def id_set(self, ids: list[int]) -> tuple[str, list[Any]]:
         return "(SELECT unnest(CAST(? AS bigint[])))", [ids]
 
     def after_copy(self, conn: Conn) -> None:
-        for table in ("datasets", "sessions", "edits", "comments", "verdicts", "runs", "scores", "jobs"):
+        for table in ("users", "datasets", "sessions", "edits", "comments", "verdicts", "runs", "scores", "jobs"):
             conn.execute(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) "
                 f"FROM {table}"

@@ -99,6 +99,7 @@ class Run(_Counts):
     judge_base_url: str | None = None
     updated_at: str | None = None  # when the scorer last saved progress
     error: str | None = None  # why a failed run failed
+    created_by: str | None = None  # who started it
 
     @property
     def label(self) -> str:
@@ -316,16 +317,19 @@ class Runs(ScoreReads):
 
         ``params``: each key's ``{"name": ..., **parameters}``. ``judge_base_url`` is stored as given: the caller
         strips its credentials first (``JudgeConfig.public_url``)."""
+        self._store.require("score", "score a dataset")
         dataset_id = self._store.datasets.id_of(dataset)
         params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
         chosen = filters.as_dict() if filters is not None else {}
         stamp = now()
         with self._engine.write() as conn:
+            author, author_id = self._store.author(conn)
             run_id = conn.execute(
                 "INSERT INTO runs (dataset_id, metrics, params, judge_model, judge_base_url, status, started_at, "
-                "n_items, filters, updated_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?) RETURNING id",
+                "n_items, filters, updated_at, created_by, created_by_id) "
+                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?) RETURNING id",
                 [dataset_id, json.dumps(metrics), json.dumps(params), judge_model, judge_base_url, stamp, n_items,
-                 json.dumps(chosen) if chosen else None, stamp],
+                 json.dumps(chosen) if chosen else None, stamp, author, author_id],
             ).fetchone()[0]  # fmt: skip
         return self.get(run_id)
 
@@ -341,8 +345,8 @@ class Runs(ScoreReads):
 
     _SELECT = (
         "SELECT r.id, d.name, r.metrics, r.params, r.judge_model, r.status, r.started_at, r.finished_at, "
-        "r.n_items, r.n_done, r.n_failed, r.n_not_applicable, r.filters, r.judge_base_url, r.updated_at, r.error "
-        "FROM runs r JOIN datasets d ON d.id = r.dataset_id"
+        "r.n_items, r.n_done, r.n_failed, r.n_not_applicable, r.filters, r.judge_base_url, r.updated_at, r.error, "
+        "r.created_by FROM runs r JOIN datasets d ON d.id = r.dataset_id"
     )
 
     def progress(self, run_id: int) -> RunProgress:
@@ -460,6 +464,7 @@ class Runs(ScoreReads):
         A row stored again (the same run, session, turn and metric) replaces the old one wholly."""
         short = [row for row in rows if len(row) == _SHORT]
         full = [row for row in rows if len(row) != _SHORT] if len(short) != len(rows) else []
+        self._store.require("score", "store scores")
         checks = self._engine.references_checked_by_caller() if check else nullcontext()
         with checks, self._engine.write() as conn:
             if check and rows:
@@ -489,6 +494,7 @@ class Runs(ScoreReads):
 
     def set_items(self, run_id: int, n_items: int) -> Run:
         """Record how many (session, metric) items the run covers."""
+        self._store.require("score", "score a dataset")
         with self._engine.write() as conn:
             conn.execute("UPDATE runs SET n_items = ? WHERE id = ?", [n_items, run_id])
         return self.get(run_id)
@@ -496,6 +502,7 @@ class Runs(ScoreReads):
     def recount(self, run_id: int, *, status: RunStatus | None = None) -> Run:
         """Count the run's session-level results again from its scores (its status set to ``status`` if given):
         what a resumed run starts from."""
+        self._store.require("score", "score a dataset")
         with self._engine.write() as conn:
             counts = _counts(conn, run_id)
             conn.execute(
@@ -508,6 +515,7 @@ class Runs(ScoreReads):
     def finish(self, run_id: int, status: RunStatus = "done", *, error: str | None = None) -> Run:
         """Mark the run ended (done, cancelled or failed with ``error``), its counts recounted from its scores."""
         status = run_status(status)
+        self._store.require("score", "score a dataset")
         with self._engine.write() as conn:
             counts = _counts(conn, run_id)
             stamp = now()
@@ -639,5 +647,5 @@ def _run(row: tuple[Any, ...]) -> Run:
     params.pop(_OLD_FILTERS_KEY, None)  # an older database kept the filters among the parameters
     return Run(
         row[0], row[1], json.loads(row[2]), params, row[4], run_status(row[5]), row[6], row[7], row[8], row[9],
-        row[10], row[11], filter_data, row[13], row[14], row[15],
+        row[10], row[11], filter_data, row[13], row[14], row[15], row[16],
     )  # fmt: skip

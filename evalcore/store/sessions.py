@@ -191,28 +191,27 @@ class Sessions(Browsing, BulkChanges, Importing):
         changes: dict[str, Any],
         *,
         base_version: int,
-        author: str,
         turn: int | None = None,
         reason: str | None = None,
     ) -> int:
-        """Save reviewers' changes to the session (``turn`` given: to that turn's ground truth).
+        """Save the store's user's changes to the session (``turn`` given: to that turn's ground truth).
 
-        Returns the new version. Refused with ``ConflictError`` when the session changed
-        since ``base_version``, and with ``UsageError`` when a value is invalid; either way
-        nothing is written.
+        Returns the new version. Refused with ``ConflictError`` when the session changed since ``base_version``,
+        with ``UsageError`` when a value is invalid, and with ``PermissionDeniedError`` when the user may not
+        review; either way nothing is written.
         """
         allowed = TURN_FIELDS if turn is not None else (*SESSION_FIELDS, "status", "tags")
         unknown = [f for f in changes if f not in allowed]
         if unknown:
             where = "a turn" if turn is not None else "a session"
             raise UsageError(f"cannot edit {', '.join(unknown)} of {where}; editable: {', '.join(allowed)}")
-        return self._save_all(pk, [(turn, changes)], base_version=base_version, author=author, reason=reason)
+        return self._save_all(pk, [(turn, changes)], base_version=base_version, reason=reason)
 
-    def set_status(self, pk: int, status: str, *, base_version: int, author: str, reason: str | None = None) -> int:
+    def set_status(self, pk: int, status: str, *, base_version: int, reason: str | None = None) -> int:
         """Set the review status (``todo``, ``in_progress``, ``approved``, ``rejected``, ``flagged``)."""
-        return self.save(pk, {"status": status}, base_version=base_version, author=author, reason=reason)
+        return self.save(pk, {"status": status}, base_version=base_version, reason=reason)
 
-    def restore(self, pk: int, edit_id: int, *, base_version: int, author: str) -> int:
+    def restore(self, pk: int, edit_id: int, *, base_version: int) -> int:
         """Bring every edited field back to its value right after edit ``edit_id``, in one save."""
         target = self.state_at(pk, edit_id)
         current = self.get(pk).session
@@ -231,7 +230,7 @@ class Sessions(Browsing, BulkChanges, Importing):
             if turn_changes:
                 groups.append((index, turn_changes))
         reason = f"restored to the state after edit #{edit_id}"
-        return self._save_all(pk, groups, base_version=base_version, author=author, reason=reason)
+        return self._save_all(pk, groups, base_version=base_version, reason=reason)
 
     def _save_all(
         self,
@@ -239,7 +238,6 @@ class Sessions(Browsing, BulkChanges, Importing):
         groups: list[tuple[int | None, dict[str, Any]]],
         *,
         base_version: int,
-        author: str,
         reason: str | None,
     ) -> int:
         """Apply every group of changes (per turn, or ``None`` for the session) as one new version.
@@ -247,9 +245,9 @@ class Sessions(Browsing, BulkChanges, Importing):
         Only the final state is checked, so that changes which are valid together (two qa_ids
         swapped, say) are accepted; a problem the session already had does not block a save.
         """
-        if not author:
-            raise UsageError("every edit needs an author")
+        self._store.require("review", "change a session's ground truth or status")
         with self._engine.write() as conn:
+            author, author_id = self._store.author(conn)
             stored = self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
@@ -271,10 +269,10 @@ class Sessions(Browsing, BulkChanges, Importing):
                 # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
                 raise self._conflict(conn, self._get(conn, pk), base_version)
             conn.executemany(
-                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version)
+                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
                     for t, name, old, new in edits
                 ],
             )

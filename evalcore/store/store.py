@@ -5,6 +5,7 @@ use), ``postgresql://...`` a PostgreSQL database (any libpq URL, a unix socket i
 ``postgresql://user@/db?host=/socket/folder``; its schema applied by ``evalcore db upgrade URL``). Everything is
 reached through the repositories hanging off the store::
 
+    store.users      the people who use it, their roles, who may come in
     store.datasets   datasets: create, list, overview, rename, delete
     store.sessions   sessions: read, save (versioned), history, browse and search, bulk changes, imports
     store.runs       scoring runs and their scores
@@ -13,9 +14,12 @@ reached through the repositories hanging off the store::
     store.cache      the judge's answers
     store.meta       notes the database keeps about itself
 
-Every save carries the version it was based on; a stale one is refused with a ``ConflictError`` naming who
-changed what, on either engine. The database's own failures are ``DatabaseFaultError``. No raw connection is
-handed out: the SQL lives in this package (``engine.py`` says what differs between the engines).
+A store is used by someone (``store.user``): opened, by the machine's local user, its owner; ``as_user(user)``
+gives the same store used by another (the person signed in to the app). Every change is checked against that
+user's role (``evalcore.store.access``) and carries their id and name. Every save carries the version it was
+based on; a stale one is refused with a ``ConflictError`` naming who changed what, on either engine. The database's
+own failures are ``DatabaseFaultError``. No raw connection is handed out: the SQL lives in this package
+(``engine.py`` says what differs between the engines).
 """
 
 from __future__ import annotations
@@ -24,18 +28,22 @@ import os
 from typing import TYPE_CHECKING
 
 from evalcore import config
-from evalcore.errors import UsageError
+from evalcore.errors import PermissionDeniedError, UsageError
 from evalcore.store.engine import Engine
 
 if TYPE_CHECKING:
+    from evalcore.store.access import Action, User
     from evalcore.store.cache import JudgeCacheTable
     from evalcore.store.datasets import Datasets
+    from evalcore.store.engine import Conn
     from evalcore.store.jobs import Jobs
     from evalcore.store.labels import Labels
     from evalcore.store.runs import Runs
     from evalcore.store.sessions import Sessions
+    from evalcore.store.users import Users
 
 __all__ = [
+    "SIGN_IN_NOTES",
     "Meta",
     "Store",
     "default_db_path",
@@ -105,6 +113,10 @@ def _engine(url: str, *, busy_timeout: float, check: bool) -> Engine:
     return SqliteEngine(sqlite_path(url), busy_timeout=busy_timeout)
 
 
+#: The prefix of the notes that say who may sign in: written by ``store.users`` only.
+SIGN_IN_NOTES = "signin:"
+
+
 class Meta:
     """Notes the database keeps about itself (a key and a text each)."""
 
@@ -118,12 +130,20 @@ class Meta:
         return None if row is None else str(row[0])
 
     def set(self, key: str, value: str) -> None:
-        """Keep the note ``key``."""
+        """Keep the note ``key`` (a cache's, a sample's: anyone's). The sign-in's notes (``signin:``) change only
+        through ``store.users``, which checks the acting user's role."""
+        if key.startswith(SIGN_IN_NOTES):
+            raise PermissionDeniedError(f"the note {key!r} is the sign-in's: it changes through store.users")
         with self._engine.write() as conn:
-            conn.execute(
-                "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
+            set_note(conn, key, value)
+
+
+def set_note(conn: Conn, key: str, value: str) -> None:
+    """Keep the note ``key`` inside the caller's transaction."""
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [key, value],
+    )
 
 
 class Store:
@@ -132,16 +152,23 @@ class Store:
     def __init__(
         self, url: str | os.PathLike[str] | None = None, *, busy_timeout: float = 30.0, check: bool = True
     ) -> None:
+        self.url = os.fspath(url) if url is not None else default_db_path()
+        self.busy_timeout = busy_timeout
+        self._engine = _engine(self.url, busy_timeout=busy_timeout, check=check)
+        self._owns_engine = True
+        self._user: User | None = None  # (None: the local user, read when first needed)
+        self._repositories()
+
+    def _repositories(self) -> None:
         from evalcore.store.cache import JudgeCacheTable
         from evalcore.store.datasets import Datasets
         from evalcore.store.jobs import Jobs
         from evalcore.store.labels import Labels
         from evalcore.store.runs import Runs
         from evalcore.store.sessions import Sessions
+        from evalcore.store.users import Users
 
-        self.url = os.fspath(url) if url is not None else default_db_path()
-        self.busy_timeout = busy_timeout
-        self._engine = _engine(self.url, busy_timeout=busy_timeout, check=check)
+        self.users: Users = Users(self)
         self.datasets: Datasets = Datasets(self)
         self.sessions: Sessions = Sessions(self)
         self.runs: Runs = Runs(self)
@@ -149,6 +176,44 @@ class Store:
         self.labels: Labels = Labels(self)
         self.cache: JudgeCacheTable = JudgeCacheTable(self)
         self.meta = Meta(self)
+
+    # -- who uses it ----------------------------------------------------------------------------------------
+
+    @property
+    def user(self) -> User:
+        """Who uses the store: every change it makes is checked against their role and carries their name."""
+        if self._user is None:
+            self._user = self.users.local()
+        return self._user
+
+    def as_user(self, user: User) -> Store:
+        """This store, used by ``user`` (the same database and connections; closing it closes nothing)."""
+        bound = object.__new__(Store)
+        bound.url = self.url
+        bound.busy_timeout = self.busy_timeout
+        bound._engine = self._engine
+        bound._owns_engine = False
+        bound._user = user
+        bound._repositories()
+        return bound
+
+    def require(self, action: Action, what: str) -> None:
+        """A ``PermissionDeniedError`` unless the store's user may ``action`` (``what``: the change, in words). Their
+        role is read again from the database first: a user disabled or lowered while they work is refused at once."""
+        from evalcore.store.access import require
+
+        user = self.user
+        if user.id:
+            self._user = user = self.users.get(user.id)
+        require(user, action, what)
+
+    def author(self, conn: Conn) -> tuple[str, int]:
+        """The name and id a change made now is signed with (inside its transaction: the local user gets its row
+        the first time it changes something)."""
+        user = self.user
+        if user.id == 0:
+            self._user = user = self.users.local_row(conn)
+        return user.name, user.id
 
     @property
     def kind(self) -> str:
@@ -180,8 +245,10 @@ class Store:
         self._engine.before_fork()
 
     def close(self) -> None:
-        """Close every connection this store opened, in any thread."""
-        self._engine.close()
+        """Close every connection this store opened, in any thread (a store ``as_user`` gave closes nothing: its
+        connections are the store's it came from)."""
+        if self._owns_engine:
+            self._engine.close()
 
     def __enter__(self) -> Store:
         return self

@@ -143,9 +143,11 @@ class ExportDownload:
         ExportStream(store, dataset, to, self.filters)  # an unknown dataset, format or run: an error now
 
     @property
-    def key(self) -> tuple[str, str, str, bool]:
-        """What makes two downloads the same export."""
-        return (self.dataset, self.to, json.dumps(self.filters.as_dict(), sort_keys=True), self.array)
+    def key(self) -> tuple[str, str, str, str, bool, int]:
+        """What makes two downloads the same export: the database, the dataset, format, filters and layout, and
+        who exports it (the manifest names them)."""
+        return (self.store.identity, self.dataset, self.to, json.dumps(self.filters.as_dict(), sort_keys=True),
+                self.array, self.store.user.id)  # fmt: skip
 
     def _stream(self) -> ExportStream:
         return ExportStream(self.store, self.dataset, self.to, self.filters, array=self.array)

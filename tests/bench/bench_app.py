@@ -39,6 +39,7 @@ sys.path.insert(0, str(BENCH.parent))
 
 from _common import ROOT, build_ragas_file  # noqa: E402
 from app_server import SETTLED, browser, streamlit_server  # noqa: E402
+from dbutil import as_user  # noqa: E402
 
 from evalcore.importing import import_file  # noqa: E402
 from evalcore.scoring import score_dataset  # noqa: E402
@@ -152,7 +153,7 @@ def main() -> int:
         def edit_then_run() -> None:
             nonlocal version
             change = {"reference": f"Order 1 shipped ({time.time()})."}
-            version = store.sessions.save(long_pk, change, base_version=version, author="bench")
+            version = as_user(store, "bench").sessions.save(long_pk, change, base_version=version)
             at.run()  # type: ignore[attr-defined]
 
         edited, best = median_ms(edit_then_run, args.repeat)
@@ -167,8 +168,8 @@ def main() -> int:
 
         def edit_big_then_run() -> None:
             nonlocal big_version
-            big_version = store.sessions.save(
-                big_pk, {"tags": [f"t{time.time()}"]}, base_version=big_version, author="bench"
+            big_version = as_user(store, "bench").sessions.save(
+                big_pk, {"tags": [f"t{time.time()}"]}, base_version=big_version
             )
             at.run()  # type: ignore[attr-defined]
 

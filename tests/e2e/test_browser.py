@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from app_server import settle, shot
+from dbutil import as_user
 from e2e_ui import (
     Server,
     alert,
@@ -237,12 +238,12 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
     assert saved["reference_tool_calls"][0]["args"] == {"confirmation_code": "QX7P2M"}
 
 
-def test_second_reviewer_saving_a_stale_form_meets_a_conflict(server: Server, new_page: NewPage) -> None:
+def test_a_second_tab_saving_a_stale_form_meets_a_conflict(server: Server, new_page: NewPage) -> None:
     refs = server.import_sessions("conflict", ragas_lines()[:1], "conflict.jsonl")
     alice = new_page(review_path("conflict", refs[0]))
     set_reviewer(alice, "Alice")
-    bob = new_page(review_path("conflict", refs[0]))  # another browser: another reviewer
-    set_reviewer(bob, "Bob")
+    bob = new_page(review_path("conflict", refs[0]))  # another browser on the same session, opened before the save
+    # (two people at once: tests/e2e/test_signin_browser.py)
 
     text_area(alice, "Reference answer").fill("Alice's reference.")
     alice.get_by_role("button", name="Save ground truth").click()
@@ -267,10 +268,10 @@ def test_restore_an_earlier_version_from_history(server: Server, new_page: NewPa
     refs = server.import_sessions("restore", ragas_lines()[:1], "restore.jsonl")
     with open_store(server.db) as store:
         pk = store.sessions.find_ref("restore", refs[0])
-        version = store.sessions.save(
-            pk, {"reference": "First draft."}, base_version=store.sessions.get(pk).version, author="Carol"
+        version = as_user(store, "Carol").sessions.save(
+            pk, {"reference": "First draft."}, base_version=store.sessions.get(pk).version
         )
-        store.sessions.save(pk, {"reference": "Second draft."}, base_version=version, author="Carol")
+        as_user(store, "Carol").sessions.save(pk, {"reference": "Second draft."}, base_version=version)
         first, second = (e.id for e in store.sessions.history(pk))
 
     page = new_page(review_path("restore", refs[0]))

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from app_server import settle, shot
+from dbutil import as_user
 from e2e_ui import ROOT, Server, heading
 from playwright.sync_api import Page, expect
 
@@ -39,13 +40,13 @@ def scored(server: Server) -> dict[str, Any]:
         save_results(store, judge.id, results)
         store.runs.finish(judge.id)
         for i, pk in enumerate(pks):
-            store.labels.set_verdict(pk, LABEL, float(i % 4 != 0), author="ann")
+            as_user(store, "ann").labels.set_verdict(pk, LABEL, float(i % 4 != 0))
         first = score_dataset(store, "dash", ["tool_call_f1", "tool_call_accuracy"]).run.id
         perfect = [r for r in store.runs.scores(first) if r.metric == "tool_call_f1" and r.value == 1.0]
         pk = perfect[0].session_pk
         stored = store.sessions.get(pk)
         calls = [{"name": "not_a_tool_it_called", "args": {}}]
-        store.sessions.save(pk, {"reference_tool_calls": calls}, base_version=stored.version, author="test")
+        as_user(store, "test").sessions.save(pk, {"reference_tool_calls": calls}, base_version=stored.version)
         second = score_dataset(store, "dash", ["tool_call_f1", "tool_call_accuracy"], resume=False).run.id
     return {"first": first, "second": second, "changed": store.sessions.get(pk).ref}
 

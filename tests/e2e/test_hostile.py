@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 from app_server import settle, shot
+from dbutil import as_user
 from e2e_ui import Server, expander, open_expander, review_path, set_reviewer
 from playwright.sync_api import expect
 
@@ -104,8 +105,8 @@ def test_hostile_content_is_shown_as_text_and_loads_nothing(
     with open_store(server.db) as store:
         pk = store.sessions.find_ref("hostile", ref)
         extra = html_of(listener)
-        store.labels.add_comment(
-            pk, f"A comment <script>window.__xss=5</script> {extra}", author=f"<b>mallory</b> {extra}"
+        as_user(store, f"<b>mallory</b> {extra}").labels.add_comment(
+            pk, f"A comment <script>window.__xss=5</script> {extra}"
         )
 
     page = new_page(review_path("hostile", ref))
