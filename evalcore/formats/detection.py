@@ -7,12 +7,13 @@ it would be read, and what it reads of the conversation (messages and tool calls
 - Candidates that read the same conversation are one answer: the first is taken, and nothing is said (an
   ``evalcore`` row is an OpenAI one too; a Swarm row, an OpenAI one with senders).
 - The heaviest reading wins, the first candidate on a tie. When that is not the first candidate (a format that
-  recognises one key, ``request`` or ``items``, beside a conversation another reads whole), or the first
-  cannot read the record at all, the winner is taken and a warning says which, naming the other: ``--from``
-  chooses it.
+  recognises one key, ``request`` or ``items``, beside a conversation another reads whole), the winner is taken
+  and a warning says so, naming the other: ``--from`` chooses it.
 - Two candidates that read different conversations equally well make the record ambiguous:
   ``FormatDetectionError`` names both and asks for ``--from``.
-- When no candidate can read the record, the first is taken: its reader reports what is wrong.
+- When the first candidate cannot read the record, it is taken all the same, as before: it recognised the record
+  first, and its reader says what is wrong (a bad first record of a file in that format must not turn the whole
+  file into another format's, which would read the rest with its ground truth left in metadata).
 
 A sniffer or a reader that fails on a shape it does not expect (an unhashable ``type``, say) does not
 recognise, or cannot read, the record: detection goes on with the others.
@@ -55,9 +56,9 @@ def detect(value: Any) -> Detection:
         return Detection(candidates[0])
     readings = [_Reading.of(fmt, value) for fmt in candidates]
     first = readings[0]
-    read = [r for r in readings if r.error is None]
-    if not read:
+    if first.error is not None:
         return Detection(first.format)  # its reader says what is wrong
+    read = [r for r in readings if r.error is None]
     best = max(read, key=lambda r: r.weight)  # (the first of the heaviest)
     rivals = [r for r in read if r.weight == best.weight and r.conversation != best.conversation]
     if rivals:
@@ -68,10 +69,7 @@ def detect(value: Any) -> Detection:
         )
     if best is first or best.conversation == first.conversation:
         return Detection(first.format)
-    if first.error is not None:
-        why = f"{first.format.name} cannot read it ({first.error})"
-    else:
-        why = f"as {first.format.name} it gives {first.describe()}, as {best.format.name} {best.describe()}"
+    why = f"as {first.format.name} it gives {first.describe()}, as {best.format.name} {best.describe()}"
     warning = f"read as {best.format.name}, not {first.format.name}: {why}; --from names the format to read it as"
     return Detection(best.format, warning)
 
