@@ -27,11 +27,12 @@ but deeper than evalcore stores is measured on the session (``evalcore.schema.ch
 Reading is bounded, whatever the input: no record is held past ``max_record`` characters of text
 (``MAX_RECORD``, 64 MiB, by default; characters are bytes in ASCII text). A record larger than that
 is reported on its line (and element) and reading stops there, with everything before it read: its
-end is not looked for, so a line that never ends (``/dev/zero``) stops too. A line is read a
-megabyte at a time, so that one that cannot be JSON from its first characters (NUL bytes, binary
-data) is known at once: it is reported, and its end looked for no further than ``max_record``
-characters. An input whose first bytes show it is UTF-16, UTF-32 or compressed is reported as such
-on line 1, and not read (``evalcore.formats._encodings``).
+end is looked for no further, so a line that never ends (``/dev/zero``) stops too. A line is read
+``PIECE`` characters (a megabyte) at a time, so that one that cannot be JSON from its first
+characters (NUL bytes, binary data) is known at once: it is reported without being held, and
+reading goes on after it when it ends within ``max_record`` characters. An input whose first bytes
+show it is UTF-16, UTF-32 or compressed is reported as such on line 1, and not read
+(``evalcore.formats._encodings``).
 
 A number too large for a float (``1e999``) is read as infinity, which JSON has no way to write: the
 record is read, with a remark (a warning) naming the field. ``NaN`` and ``Infinity`` written as such
@@ -53,6 +54,7 @@ from evalcore.formats._encodings import foreign_encoding
 
 __all__ = [
     "MAX_RECORD",
+    "PIECE",
     "RawRecord",
     "Unreadable",
     "dumps_compact",
@@ -60,7 +62,6 @@ __all__ = [
     "iter_records_on",
     "line_records",
     "loads",
-    "PIECE",
     "nesting_bound",
     "too_large",
 ]
@@ -139,8 +140,8 @@ class RawRecord:
 
 @dataclass(frozen=True)
 class _Cut:
-    """A line not kept (``read_line``): why (a problem on the line), and whether reading stops there (its end
-    was not found within the maximum record size)."""
+    """A line not kept (``_long_line``): why (a problem on the line), and whether reading stops there (the line
+    is longer than the maximum record size)."""
 
     reason: str
     stop: bool
@@ -546,8 +547,8 @@ class _Lines:
     """The lines still to read: those in front (the head's, or read ahead and given back), then the
     stream's. ``read`` gives whole lines, for a ``_Buffer`` reading a document across lines.
 
-    ``cut`` is set when ``next`` met a line it did not keep (see ``read_line``), and ``stop`` when reading
-    must stop there (that line's end was not found, or a document was larger than ``limit``)."""
+    ``cut`` is set when ``next`` met a line it did not keep (see ``_long_line``), and ``stop`` when reading
+    must stop there (that line, or a document, was longer than ``limit``)."""
 
     def __init__(self, stream: _Readable, head: str, limit: int = MAX_RECORD) -> None:
         self.stream = stream
@@ -576,6 +577,7 @@ class _Lines:
         return line[:-1] if line.endswith("\n") else line
 
     def readline(self, size: int = -1) -> str:
+        """The next whole line (``size`` is not heeded: the lines are bounded already)."""
         line = self.next()
         return "" if line is None else line + "\n"
 
