@@ -35,8 +35,8 @@ show it is UTF-16, UTF-32 or compressed is reported as such on line 1, and not r
 (``evalcore.formats._encodings``).
 
 A number too large for a float (``1e999``) is read as infinity, which JSON has no way to write: the
-record is read, with a remark (a warning) naming the field. ``NaN`` and ``Infinity`` written as such
-(ragas writes ``NaN``) are read as they are, with no remark.
+record is read, with a remark (a warning) naming the field (``evalcore.formats._overflow``). ``NaN``
+and ``Infinity`` written as such (ragas writes ``NaN``) are read as they are, with no remark.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from typing import IO, Any, Protocol
 import orjson
 
 from evalcore.formats._encodings import foreign_encoding
+from evalcore.formats._overflow import Overflow, Remark, finite_float, overflow_remark
 
 __all__ = [
     "MAX_RECORD",
@@ -73,26 +74,8 @@ _CHUNK = 1 << 16
 _LOOKAHEAD = 1 << 20
 #: Lines are read this many characters at a time at most: a longer line's start is looked at before the rest is read.
 PIECE = 1 << 20
-_INFINITY = float("inf")
-
-
-class _Overflow(Exception):
-    """A number too large for a float (``1e999``), which the parser would read as infinity."""
-
-    def __init__(self, literal: str) -> None:
-        super().__init__(literal)
-        self.literal = literal
-
-
-def _finite_float(literal: str) -> float:
-    number = float(literal)
-    if number == _INFINITY or number == -_INFINITY:
-        raise _Overflow(literal)
-    return number
-
-
-# Raises ``_Overflow`` for a number that overflows; ``_lenient`` reads it as infinity (once it is known).
-_decoder = json.JSONDecoder(parse_float=_finite_float)
+# Raises ``Overflow`` for a number that overflows; ``_lenient`` reads it as infinity (once it is known).
+_decoder = json.JSONDecoder(parse_float=finite_float)
 _lenient = json.JSONDecoder()
 # Bytes that are not UTF-8 arrive as lone surrogates (the file is opened with surrogateescape).
 _BAD_BYTES = re.compile("[\udc80-\udcff]")
@@ -217,7 +200,7 @@ def loads(text: str) -> Any:
     return _careful_loads(text)[0]
 
 
-def _careful_loads(text: str) -> tuple[Any, _Remark | None]:
+def _careful_loads(text: str) -> tuple[Any, Remark | None]:
     """``loads`` by the stdlib, with a remark when a number in ``text`` overflows to infinity."""
     if _BAD_BYTES.search(text):
         raise json.JSONDecodeError(_NOT_UTF8, text, 0)
@@ -225,9 +208,9 @@ def _careful_loads(text: str) -> tuple[Any, _Remark | None]:
     try:
         try:
             value = _decoder.decode(text)
-        except _Overflow as exc:
+        except Overflow as exc:
             value = _lenient.decode(text)
-            remark = _overflow_remark(value, exc.literal)
+            remark = overflow_remark(value, exc.literal)
     except json.JSONDecodeError:
         raise
     except RecursionError:
@@ -237,38 +220,6 @@ def _careful_loads(text: str) -> tuple[Any, _Remark | None]:
     if _SURROGATE_ESCAPE.search(text):
         _refuse_lone_surrogates(value, text)
     return value, remark
-
-
-@dataclass(frozen=True)
-class _Remark:
-    """A warning about a record read all the same: where in it (a field path, or None), and what."""
-
-    field: str | None
-    message: str
-
-
-def _overflow_remark(value: Any, literal: str) -> _Remark:
-    """The remark on a record holding a number that overflows to infinity (``literal``, the first such)."""
-    shown = literal if len(literal) <= 24 else f"{literal[:12]}...{literal[-8:]}"
-    message = (
-        f"the number {shown} is too large for a float (beyond 1.8e308): read as infinity, which JSON cannot "
-        "write (the evalcore and ragas formats write it as Infinity, the others as null)"
-    )
-    return _Remark(_first_infinity(value), message)
-
-
-def _first_infinity(value: Any) -> str | None:
-    """The path of the first infinite number in ``value`` (None: the value itself, or none)."""
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, float) and item in (_INFINITY, -_INFINITY):
-            return path or None
-        if isinstance(item, dict):
-            stack.extend((child, f"{path}.{key}".lstrip(".")) for key, child in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
-    return None
 
 
 def dumps_compact(value: Any) -> str:
@@ -757,7 +708,7 @@ def _hopeless(head: str) -> str | None:
         if not _definite(exc, text):
             return None
         return _NOT_UTF8 if _BAD_BYTES.search(text) else _not_json(text, exc)
-    except (RecursionError, ValueError, _Overflow):
+    except (RecursionError, ValueError, Overflow):
         return None
     return None
 
@@ -790,10 +741,10 @@ class _Buffer:
         self.limit = limit
         self.cap = limit
         self.base = 0  # the input offset of ``text[0]``
-        # Of the last value decoded: ``nesting_bound``, its length, and a remark on it (``_Overflow``).
+        # Of the last value decoded: ``nesting_bound``, its length, and a remark on it (``Overflow``).
         self.nesting = 0
         self.size = 0
-        self.remark: _Remark | None = None
+        self.remark: Remark | None = None
         # Lines are counted incrementally: ``line`` is the line number at offset ``counted``.
         self.line = 1
         self.counted = 0
@@ -871,9 +822,9 @@ class _Buffer:
             try:
                 try:
                     value, end = _decoder.raw_decode(self.text, self.pos)
-                except _Overflow as exc:
+                except Overflow as exc:
                     value, end = _lenient.raw_decode(self.text, self.pos)
-                    self.remark = _overflow_remark(value, exc.literal)
+                    self.remark = overflow_remark(value, exc.literal)
             except json.JSONDecodeError as exc:
                 if not _definite(exc, self.text) and self.more():
                     continue
