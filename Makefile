@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck pytest browser bench fuzz clean
+.PHONY: setup run test lint typecheck pytest browser postgres bench fuzz clean
 
 setup: $(STAMP)
 
@@ -22,6 +22,11 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { echo "installing Debian's chromium for the browser tests"; \
 		apt-get update -qq && apt-get install -y -qq chromium; }
 
+# The store's tests run on PostgreSQL too: Debian's server, started by the tests themselves (tests/pgcluster.py).
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "installing Debian's postgresql for the tests"; \
+		apt-get update -qq && apt-get install -y -qq postgresql; }
+
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -29,7 +34,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup browser
+pytest: setup browser postgres
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -24,7 +24,7 @@ st.html(f"<style>{_CSS}</style>")
 
 try:
     store = _shared.store()
-    names = store.dataset_names()
+    names = store.datasets.names()
 except Exception as exc:  # a database that cannot be opened: say so, never a traceback
     _shared.report_error(exc)
     st.stop()
@@ -79,7 +79,7 @@ with st.sidebar:
         help="Put on every edit you make. Kept while this browser tab is open.",
         persist_state="session",
     )
-    st.caption(f"Database: `{_shared.db_path()}`")
+    st.caption(f"Database: `{store.where}`")
 
 if st.session_state.get("dataset"):
     st.query_params["dataset"] = st.session_state["dataset"]

@@ -2,7 +2,7 @@
 
 Two parts. The statistics (``confusion_matrix``, ``cohen_kappa``, ``spearman``, ``percent_agreement``)
 are plain functions of two lists of ratings, written out here (no scipy, no sklearn). ``judge_agreement``
-pairs a dataset's judge scores with the reviewers' verdicts (``evalcore.store.verdicts``) and returns
+pairs a dataset's judge scores with the reviewers' verdicts (``store.labels``) and returns
 one ``Agreement`` per judge metric and verdict.
 
 Which judge is compared with which verdict:
@@ -29,7 +29,6 @@ not apply (or gave no value). Withdrawn verdicts (no value) do not count at all.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,9 +36,8 @@ from typing import Any, Literal
 
 from evalcore.errors import EvalcoreError, UsageError
 from evalcore.metrics import get_metric
-from evalcore.store.runs import Runs
+from evalcore.store.labels import LABEL
 from evalcore.store.store import Store
-from evalcore.store.verdicts import LABEL
 
 __all__ = [
     "ANY_RUBRIC",
@@ -257,23 +255,19 @@ def _named_rubrics(rubrics: Any) -> list[str]:
     return [k for k in rubrics if not (k.startswith("score") and k.endswith("_description"))]
 
 
-def _judge_metrics(store: Store, dataset: str, dataset_id: int, run_id: int | None) -> list[_JudgeMetric]:
+def _judge_metrics(store: Store, dataset: str, run_id: int | None) -> list[_JudgeMetric]:
     """The judge metrics to compare, each with the run whose scores are used."""
     if run_id is not None:
-        run = Runs(store).get(run_id)
+        run = store.runs.get(run_id)
         if run.dataset != dataset:
             raise UsageError(f"run #{run_id} scored dataset {run.dataset!r}, not {dataset!r}")
-    sql = "SELECT id, metrics, params FROM runs WHERE dataset_id = ?"
-    args: list[Any] = [dataset_id]
-    if run_id is not None:
-        sql += " AND id = ?"
-        args.append(run_id)
+        runs = [run]
+    else:
+        runs = store.runs.recent(dataset)  # newest first
     found: dict[str, _JudgeMetric] = {}
-    for rid, metrics_text, params_text in store.db.execute(sql + " ORDER BY id DESC", args).fetchall():
-        params = json.loads(params_text or "{}")
-        if not isinstance(params, dict):
-            params = {}
-        for key in json.loads(metrics_text):
+    for run in runs:
+        params = run.params if isinstance(run.params, dict) else {}
+        for key in run.metrics:
             if key in found:
                 continue  # a newer run has it
             entry = params.get(key)
@@ -284,14 +278,11 @@ def _judge_metrics(store: Store, dataset: str, dataset_id: int, run_id: int | No
                 continue  # a metric this evalcore no longer knows
             if not cls.uses_judge:
                 continue
-            scored = store.db.execute(
-                "SELECT 1 FROM scores WHERE run_id = ? AND metric = ? AND turn = -1 LIMIT 1", [rid, key]
-            ).fetchone()
-            if scored is None:
+            if not store.runs.has_scores(run.id, key):
                 continue  # the run has no score of it yet: an older run may
             named = _named_rubrics(given.get("rubrics"))
             rubric = named[0] if tuple(cls.scale) == _ORDINAL_SCALE and len(named) == 1 else None
-            found[key] = _JudgeMetric(key, int(rid), (float(cls.scale[0]), float(cls.scale[1])), rubric)
+            found[key] = _JudgeMetric(key, run.id, (float(cls.scale[0]), float(cls.scale[1])), rubric)
     return sorted(found.values(), key=lambda m: m.key)
 
 
@@ -332,18 +323,13 @@ def judge_agreement(
     """
     if weights not in ("linear", "quadratic"):
         raise UsageError(f"unknown kappa weights {weights!r}: use 'linear' or 'quadratic'")
-    dataset_id = store.dataset_id(dataset)
-    judges = _judge_metrics(store, dataset, dataset_id, run_id)
+    store.datasets.id_of(dataset)  # NotFoundError for no such dataset
+    judges = _judge_metrics(store, dataset, run_id)
     if not judges:
         return []
     given: dict[int, dict[str, list[float]]] = {}  # session -> verdict name -> every reviewer's value
     refs: dict[int, str] = {}
-    for pk, ref, name, value in store.db.execute(
-        "SELECT v.session_pk, coalesce(s.session_id, s.key), v.name, v.value FROM verdicts v "
-        "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? AND v.value IS NOT NULL "
-        "AND (v.name = ? OR v.name LIKE 'rubric:_%') ORDER BY v.session_pk",
-        [dataset_id, LABEL],
-    ).fetchall():
+    for pk, ref, name, value in store.labels.verdict_values(dataset):
         given.setdefault(pk, {}).setdefault(name, []).append(float(value))
         refs[pk] = ref
     if not given:
@@ -354,11 +340,7 @@ def judge_agreement(
     out: list[Agreement] = []
     for judge in judges:
         scores: dict[int, tuple[str, float | None]] = {
-            pk: (status, value)
-            for pk, status, value in store.db.execute(
-                "SELECT session_pk, status, value FROM scores WHERE run_id = ? AND metric = ? AND turn = -1",
-                [judge.run_id, judge.key],
-            ).fetchall()
+            pk: (status, value) for pk, status, value in store.runs.session_values(judge.run_id, judge.key)
         }
         out.extend(_compare(judge, humans, refs, scores, weights))
     return out

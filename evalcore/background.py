@@ -25,10 +25,10 @@ from evalcore.runspec import MetricSpec, SpecLike, run_specs
 from evalcore.scoring import score_dataset
 from evalcore.solver import Task
 from evalcore.solver.dataset import solve_into, task_name
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.jobs import Job, Jobs
 from evalcore.store.queries import SessionFilter
-from evalcore.store.runs import Run, Runs
+from evalcore.store.runs import Run
 
 __all__ = [
     "cancel",
@@ -66,11 +66,11 @@ class _Reporter:
 def _start(db_path: str, job_id: int, work: Callable[[Store, _Reporter], dict[str, Any]]) -> int:
     def run() -> None:
         try:
-            store = Store(db_path)
+            store = open_store(db_path)
         except EvalcoreError as exc:  # the database went away: nowhere to report but the log
             log.error("job #%d could not open %s: %s", job_id, db_path, exc)
             return
-        jobs = Jobs(store)
+        jobs = store.jobs
         try:
             result = work(store, _Reporter(jobs, job_id))
         except _Cancelled as exc:
@@ -105,13 +105,13 @@ def start_import(
 ) -> int:
     """Import the bytes of an uploaded file called ``name`` into ``dataset`` on a worker thread; returns the job id."""
     label = f"import {Path(name).name or 'upload'}"
-    job_id = Jobs(store).create("import", dataset, label, author=author, total=len(data), unit="bytes")
+    job_id = store.jobs.create("import", dataset, label, author=author, total=len(data), unit="bytes")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         result = import_stream(worker, io.BytesIO(data), name, dataset, fmt=fmt, size=len(data), on_progress=report)
         return import_report(result)
 
-    return _start(store.path, job_id, work)
+    return _start(store.url, job_id, work)
 
 
 #: Seconds between two looks at a job's cancel flag (a look is one small query).
@@ -120,19 +120,20 @@ _CANCEL_EVERY = 0.2
 
 def cancel(store: Store, job_id: int, *, author: str | None = None) -> None:
     """Ask job ``job_id`` to stop. A scoring job's worker sees the request between two sessions, saves what it
-    scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops when its next sample
-    finishes (run it again to go on). The job ends ``cancelled``. Any tab or process may ask."""
-    Jobs(store).request_cancel(job_id, author or "someone")
+    scored and marks its run ``cancelled`` (resume it to go on); a solver job's stops within a second, even in the
+    middle of a sample (a template or a model's answer): the samples not finished are left for a later run (run it
+    again to go on). The job ends ``cancelled``. Any tab or process may ask."""
+    store.jobs.request_cancel(job_id, author or "someone")
 
 
 def cancel_requested(store: Store, job_id: int) -> bool:
     """Whether someone asked job ``job_id`` to stop."""
-    return Jobs(store).cancel_requested(job_id) is not None
+    return store.jobs.cancel_requested(job_id) is not None
 
 
 def job_run(store: Store, job_id: int) -> int | None:
     """The run a scoring job works on (``None`` until it has one, or for an import)."""
-    return Jobs(store).get(job_id).run_id
+    return store.jobs.get(job_id).run_id
 
 
 class _StopFlag:
@@ -186,11 +187,11 @@ def start_scoring(
     specs = list(metrics)
     names = [_key(s) for s in specs]
     label = "score " + ", ".join(names)
-    job_id = Jobs(store).create("score", dataset, label, author=author, unit="items")
+    job_id = store.jobs.create("score", dataset, label, author=author, unit="items")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         def started(run: Run) -> None:
-            Jobs(worker).set_run(job_id, run.id)
+            worker.jobs.set_run(job_id, run.id)
 
         result = score_dataset(
             worker,
@@ -212,16 +213,16 @@ def start_scoring(
             "cancelled": result.cancelled,
         }
         if result.cancelled:
-            raise _Cancelled(f"cancelled by {Jobs(worker).cancel_requested(job_id)}", outcome)
+            raise _Cancelled(f"cancelled by {worker.jobs.cancel_requested(job_id)}", outcome)
         return outcome
 
-    return _start(store.path, job_id, work)
+    return _start(store.url, job_id, work)
 
 
 def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None, author: str | None = None) -> int:
     """Go on with run ``run_id`` (cancelled, failed, or stopped with the server) on a worker thread:
     the same metrics, parameters and selection; the sessions it scored are skipped. Returns the job id."""
-    run = Runs(store).get(run_id)
+    run = store.runs.get(run_id)
     if run.status == "done":
         raise UsageError(f"run #{run_id} is finished: there is nothing to resume")
     if run.judge_model and judge is None:
@@ -246,10 +247,10 @@ def start_solving(
 ) -> int:
     """Solve ``samples`` with ``task`` against ``config.model`` into ``dataset`` on a worker thread (see
     ``evalcore.solver.dataset.solve_into``); returns the job id. Its key stays in memory, on the worker.
-    ``cancel`` stops it when the next sample finishes: the samples not finished (those in flight included) are
-    left for a later run, which skips the ones stored."""
+    ``cancel`` stops it within a second (in the middle of a sample too): the samples not finished (those in flight
+    included) are left for a later run, which skips the ones stored."""
     label = f"solve {task_name(task)} with {config.model}"
-    job_id = Jobs(store).create("solve", dataset, label, author=author, total=len(samples), unit="samples")
+    job_id = store.jobs.create("solve", dataset, label, author=author, total=len(samples), unit="samples")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
         stop = _StopFlag(worker, job_id)
@@ -266,10 +267,10 @@ def start_solving(
         )
         outcome = asdict(result) | {"summary": result.describe()}
         if stop.stop:
-            raise _Cancelled(f"cancelled by {Jobs(worker).cancel_requested(job_id)}", outcome)
+            raise _Cancelled(f"cancelled by {worker.jobs.cancel_requested(job_id)}", outcome)
         return outcome
 
-    return _start(store.path, job_id, work)
+    return _start(store.url, job_id, work)
 
 
 def wait_for(store: Store, job_id: int, timeout: float = 60.0) -> Job:
@@ -277,4 +278,4 @@ def wait_for(store: Store, job_id: int, timeout: float = 60.0) -> Job:
     thread = _threads.get(job_id)
     if thread is not None:
         thread.join(timeout)
-    return Jobs(store).get(job_id)
+    return store.jobs.get(job_id)

@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     _workers_option(validate, "processes reading a big JSON Lines file")
     _max_record_option(validate)
 
-    db_help = "SQLite file (default: $EVALCORE_DB, else ./evalcore.db)"
+    db_help = "the store: a SQLite file or a postgresql:// URL (default: $EVALCORE_DB, else ./evalcore.db)"
     imp = sub.add_parser("import", help="import a file into a dataset of the store")
     imp.add_argument("input", metavar="IN")
     imp.add_argument(
@@ -220,6 +220,14 @@ def _parser() -> argparse.ArgumentParser:
         help="retries of a failed model call (default 4)",
     )  # fmt: skip
     solve.add_argument("--db", default=None, type=_text, help=db_help)
+
+    db = sub.add_parser("db", help="the store's database: upgrade its schema, copy it to another")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_sub.add_parser("upgrade", help="apply the schema's migrations (PostgreSQL: before its first use)")
+    upgrade.add_argument("url", metavar="URL", type=_text, help="a postgresql:// URL or a SQLite file")
+    copy = db_sub.add_parser("copy", help="copy a whole store into another database (SQLite <-> PostgreSQL)")
+    copy.add_argument("source", metavar="SRC", type=_text, help="the store to copy (a SQLite file or a URL)")
+    copy.add_argument("destination", metavar="DST", type=_text, help="an empty database, or an earlier copy")
 
     app = sub.add_parser("app", help="start the Streamlit review app")
     app.add_argument("--db", default=None, type=_text, help=db_help)
@@ -326,63 +334,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
+    commands: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+        "convert": _convert, "validate": _validate, "import": _import, "export": _export, "score": _score,
+        "solve": _solve, "app": _app, "db": _db,
+    }  # fmt: skip
     try:
-        if args.command in ("convert", "validate"):
-            from evalcore.convert import convert_file, validate_file
-        if args.command == "convert":
-            report = convert_file(
-                args.input,
-                args.output,
-                to=args.to,
-                source_format=args.source_format,
-                on_problem=lambda p: print(p, file=err),
-                workers=args.workers or default_workers(),
-                max_record=_max_record(args),
-            )
-            print(
-                f"{report.sessions} sessions written to {args.output} ({args.to}); "
-                f"{report.errors} records with errors, {report.warnings} warnings",
-                file=err,
-            )
-            return 1 if report.errors else 0
-        if args.command == "validate":
-            report = validate_file(
-                args.input,
-                source_format=args.source_format,
-                on_problem=lambda p: print(p, file=err),
-                workers=args.workers or default_workers(),
-                max_record=_max_record(args),
-            )
-            fmt = f" as {report.format}" if report.format else ""
-            print(
-                f"{args.input}: {report.sessions} sessions read{fmt}; "
-                f"{report.errors} records with errors, {report.warnings} warnings",
-                file=err,
-            )
-            return 1 if report.errors else 0
-        if args.command == "import":
-            return _import(args, err)
-        if args.command == "export":
-            return _export(args, err)
-        if args.command == "score":
-            return _score(args, err)
-        if args.command == "solve":
-            return _solve(args, err)
-        if args.command == "app":
-            return _run_app(args.db, port=args.port, address=args.address)
+        return commands[args.command](args, err)
     except DatabaseFaultError as exc:
         print(f"evalcore: error: {exc}", file=err)
         return EXIT_DATABASE
     except EvalcoreError as exc:
         print(f"evalcore: error: {exc}", file=err)
         return EXIT_USAGE
-    except sqlite3.Error as exc:  # an SQL error the store's boundary did not name: still the database's
-        print(f"evalcore: error: the database failed: {exc}", file=err)
-        return EXIT_DATABASE
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"evalcore: error: {where}{exc.strerror or exc}", file=err)
         return EXIT_USAGE
+    except Exception as exc:
+        if not _from_database(exc):
+            raise
+        print(f"evalcore: error: the database failed: {exc}", file=err)  # an SQL error the store did not name
+        return EXIT_DATABASE
     except KeyboardInterrupt:
         discard_live()
         print(f"evalcore: interrupted; {_left(args.command)}", file=err)
@@ -391,7 +363,89 @@ def _main(args: argparse.Namespace) -> int:
         discard_live()
         print(f"evalcore: terminated; {_left(args.command)}", file=err)
         return EXIT_TERMINATED
-    return EXIT_USAGE  # pragma: no cover  (argparse rejects unknown commands)
+
+
+def _not_the_store(output: str, db: str | None) -> None:
+    """Refuse (exit 2) an output that is the store's database or one of its files, however it is named: before the
+    store is opened, before anything is written."""
+    from evalcore.store.store import refuse_database_file
+
+    refuse_database_file(output, db or config.database())
+    if not output.endswith(".manifest.json"):
+        refuse_database_file(output + ".manifest.json", db or config.database())
+
+
+def _convert(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.convert import convert_file
+
+    _not_the_store(args.output, None)  # (convert opens no store: the default one is not written over either)
+    report = convert_file(
+        args.input,
+        args.output,
+        to=args.to,
+        source_format=args.source_format,
+        on_problem=lambda p: print(p, file=err),
+        workers=args.workers or default_workers(),
+        max_record=_max_record(args),
+    )
+    print(
+        f"{report.sessions} sessions written to {args.output} ({args.to}); "
+        f"{report.errors} records with errors, {report.warnings} warnings",
+        file=err,
+    )
+    return 1 if report.errors else 0
+
+
+def _validate(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.convert import validate_file
+
+    report = validate_file(
+        args.input,
+        source_format=args.source_format,
+        on_problem=lambda p: print(p, file=err),
+        workers=args.workers or default_workers(),
+        max_record=_max_record(args),
+    )
+    fmt = f" as {report.format}" if report.format else ""
+    print(
+        f"{args.input}: {report.sessions} sessions read{fmt}; "
+        f"{report.errors} records with errors, {report.warnings} warnings",
+        file=err,
+    )
+    return 1 if report.errors else 0
+
+
+def _db(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.store.store import Store, is_postgres
+
+    if args.db_command == "upgrade":
+        with Store(args.url, check=False) as store:
+            done = store.upgrade()
+        what = f"applied {', '.join(done)}" if done else "already up to date"
+        print(f"{store.where}: {what}", file=err)
+        return 0
+    from evalcore.store.copy import copy_store
+
+    if is_postgres(args.destination):
+        with Store(args.destination, check=False) as fresh:
+            fresh.upgrade()  # a new PostgreSQL database gets its tables first
+    bar = ProgressBar("copying", err)
+    with Store(args.source) as source, Store(args.destination) as destination:
+        try:
+            report = copy_store(source, destination, on_progress=lambda table, n: bar.update(n, unit=table))
+        finally:
+            bar.close()
+    print(report.describe(), file=err)
+    return 0
+
+
+def _app(args: argparse.Namespace, err: TextIO) -> int:
+    return _run_app(args.db, port=args.port, address=args.address)
+
+
+def _from_database(exc: BaseException) -> bool:
+    """Whether ``exc`` is an engine's own error (sqlite3's, psycopg's) that the store's boundary did not translate."""
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".", 1)[0] in ("psycopg", "psycopg_pool")
 
 
 def _left(command: str) -> str:
@@ -403,10 +457,10 @@ def _left(command: str) -> str:
 
 def _import(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.importing import import_file
-    from evalcore.store import Store
+    from evalcore.store import open_store
 
     bar = ProgressBar(f"importing {Path(args.input).name}", err)
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         try:
             report = import_file(
                 store,
@@ -422,7 +476,7 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
             bar.close()
     fmt = f" ({report.format})" if report.format else ""
     print(
-        f"{args.input}{fmt} -> dataset {args.dataset!r} in {store.path}: {report.new} new, {report.updated} updated, "
+        f"{args.input}{fmt} -> dataset {args.dataset!r} in {store.where}: {report.new} new, {report.updated} updated, "
         f"{report.unchanged} unchanged, {report.failed} failed, {report.warnings} warnings",
         file=err,
     )
@@ -431,7 +485,7 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
 
 def _export(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.exporting import export_dataset
-    from evalcore.store import Store
+    from evalcore.store import open_store
     from evalcore.store.queries import SessionFilter
 
     statuses = [s for value in args.status for s in value.split(",") if s]
@@ -447,8 +501,9 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     )
     if (args.min_score is not None or args.max_score is not None) and (args.run is None or args.metric is None):
         raise UsageError("--min-score and --max-score need --run and --metric")
+    _not_the_store(args.output, args.db)
     bar = ProgressBar(f"exporting {args.dataset}", err)
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         try:
             report = export_dataset(
                 store, args.dataset, args.output, args.to, filters, on_progress=lambda n: bar.update(n, unit="sessions")
@@ -466,7 +521,7 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
 def _score(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.judge import JudgeConfig
     from evalcore.scoring import score_dataset
-    from evalcore.store import Store
+    from evalcore.store import open_store
 
     specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
     if not specs:
@@ -474,6 +529,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     if args.output is not None:
         from evalcore._infra.outputs import output_target
 
+        _not_the_store(args.output, args.db)
         output_target(args.output)  # a folder or a missing folder is refused now, not after the run
     judge = JudgeConfig.from_env(
         model=args.judge_model,
@@ -484,7 +540,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
         max_retries=args.max_retries,
     )
     bar = ProgressBar(f"scoring {args.dataset}", err)
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         try:
             report = score_dataset(
                 store,
@@ -514,7 +570,7 @@ def _solve(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.solver import load_task
     from evalcore.solver.dataset import solve_into
     from evalcore.solver.samples import read_placed_samples
-    from evalcore.store import Store
+    from evalcore.store import open_store
 
     task = load_task(args.task, dict(args.config))  # every problem of the file at once, or a missing --config
     placed, problems = read_placed_samples(args.samples)
@@ -526,7 +582,7 @@ def _solve(args: argparse.Namespace, err: TextIO) -> int:
         timeout=args.timeout, max_retries=args.max_retries,
     )  # fmt: skip
     bar = ProgressBar(f"solving {Path(args.task).name}", err)
-    with Store(args.db) as store:
+    with open_store(args.db) as store:
         try:
             report = solve_into(
                 store, task, [row for _, row in placed], args.dataset, config, concurrency=concurrency,
@@ -551,8 +607,10 @@ def app_path() -> Path:
 
 
 def _run_app(db: str | None, *, port: int = 8501, address: str = "127.0.0.1") -> int:
+    from evalcore.store.store import is_postgres, sqlite_path
+
     if db:
-        config.set_database(os.path.abspath(db))
+        config.set_database(db if is_postgres(db) else os.path.abspath(sqlite_path(db)))
     command = [
         sys.executable, "-m", "streamlit", "run", str(app_path()),
         "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",

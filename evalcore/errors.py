@@ -13,7 +13,7 @@ Every message is written to be shown to a reviewer as it is::
     │   ├── NotFoundError         no such dataset, session or edit
     │   ├── ConflictError         a save based on a stale version: names who changed what
     │   ├── SchemaVersionError    the database is newer than this evalcore
-    │   └── DatabaseFaultError    the database file failed: full disk, read-only, locked, damaged, I/O
+    │   └── DatabaseFaultError    the database failed: full disk, read-only, locked, damaged, unreachable, lost
     └── WorkerError               a worker process (``--workers``) stopped without finishing its work
 
 Batch operations never raise for one bad record: they report a ``Problem``
@@ -104,16 +104,18 @@ class SchemaVersionError(StoreError):
 
 
 class DatabaseFaultError(StoreError):
-    """The database file itself failed: the disk is full, the file or its folder is read-only, another
-    process held the write lock past the busy timeout, the file is damaged or not a database, an I/O error.
+    """The database itself failed: its disk is full, it is read-only, locked past the busy timeout, damaged,
+    unreachable, refused the user, is missing, lost the connection, timed out, an I/O error...
 
-    Whatever was being written was rolled back: the file holds what it held before. ``code`` is SQLite's
-    name for the failure (``SQLITE_FULL``, ``SQLITE_READONLY``, ``SQLITE_BUSY``...), when known. The
-    command line exits with 3.
+    Whatever was being written was rolled back: the database holds what it held before. ``kind`` names the
+    failure the same way for every engine (``full``, ``readonly``, ``busy``, ``damaged``, ``unreachable``,
+    ``auth``, ``missing``, ``lost``, ``timeout``, ``too_big``, ...); ``code`` is the engine's own name for it
+    (SQLite's ``SQLITE_FULL``, PostgreSQL's SQLSTATE ``53100``), when known. The command line exits with 3.
     """
 
-    def __init__(self, message: str, code: str | None = None) -> None:
+    def __init__(self, message: str, code: str | None = None, *, kind: str = "other") -> None:
         self.code = code
+        self.kind = kind
         super().__init__(message)
 
 

@@ -43,7 +43,7 @@ from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
 from evalcore.store.migrations import SCHEMA_VERSION
-from evalcore.store.queries import SessionFilter, iter_pks
+from evalcore.store.queries import SessionFilter
 from evalcore.store.records import StoredSession, now
 from evalcore.store.store import Store
 
@@ -90,13 +90,13 @@ def iter_sessions(
 ) -> Iterator[StoredSession]:
     """The matching sessions with reviewers' edits applied, in import order."""
     pks: list[int] = []
-    for pk in iter_pks(store, dataset, filters):
+    for pk in store.sessions.iter_pks(dataset, filters):
         pks.append(pk)
         if len(pks) == chunk:
-            yield from store.get_many(pks)
+            yield from store.sessions.get_many(pks)
             pks = []
     if pks:
-        yield from store.get_many(pks)
+        yield from store.sessions.get_many(pks)
 
 
 def writable_format(name: str) -> Format:
@@ -133,11 +133,9 @@ class ExportStream:
             raise UsageError(f"the limit must be a whole number from 0, got {limit!r}")
         self.format = writable_format(to)
         self.filters = filters or SessionFilter()
-        store.dataset_id(dataset)  # raises for an unknown dataset
+        store.datasets.id_of(dataset)  # raises for an unknown dataset
         if self.filters.run_id is not None:
-            from evalcore.store.runs import Runs
-
-            Runs(store).get(self.filters.run_id)  # an unknown run is an error, not an empty export
+            store.runs.get(self.filters.run_id)  # an unknown run is an error, not an empty export
         self.store = store
         self.dataset = dataset
         self.array = array
@@ -240,6 +238,8 @@ def export_dataset(
     A JSON array when the name ends in ``.json`` (as ``writer_for`` writes), else JSON Lines.
     The file and its manifest appear together or not at all (see the module's docstring).
     """
+    store.refuse_as_output(path)
+    store.refuse_as_output(manifest_path(path))
     export = ExportStream(
         store, dataset, to, filters, array=Path(path).suffix.lower() == ".json", on_progress=on_progress
     )  # checks the dataset, the format and the run before any file is made
@@ -294,9 +294,8 @@ def score_records(store: Store, run_id: int) -> Iterator[dict[str, Any]]:
     """One record per (session, metric) of run ``run_id``, in session order: session_id, position,
     metric, value, reason, error, with ``parts`` (a metric's sub-scores) and ``not_applicable: true``
     only when they apply. An unknown run is a ``NotFoundError``."""
-    from evalcore.store.runs import Runs
 
-    runs = Runs(store)
+    runs = store.runs
     runs.get(run_id)
     for row in runs.scores(run_id):
         record: dict[str, Any] = {

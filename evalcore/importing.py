@@ -21,12 +21,12 @@ from typing import BinaryIO
 
 from evalcore._infra.workers import default_workers
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
-from evalcore.errors import StoreError
+from evalcore.errors import DatabaseFaultError, StoreError
 from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.identity import repeat_name
 from evalcore.reading import BatchEvent, CountsEvent, Event, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import Session, validate_session
-from evalcore.store.imports import BatchCounts, mark_imported, store_batch
+from evalcore.store.imports import BatchCounts
 from evalcore.store.rows import row_for
 from evalcore.store.store import Store
 
@@ -76,7 +76,7 @@ def import_file(
     is a problem, and reading stops there (the records before it are stored).
     """
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     if workers is None:
         workers = default_workers() if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
     args = (str(path), fmt, dataset_id, batch_size, workers, max_record)
@@ -102,7 +102,7 @@ def import_stream(
     ``size`` (bytes, when known) is the total ``on_progress`` reports against.
     """
     source = Path(name).name or "upload"
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     events_ = stream_events(stream, source, fmt, dataset_id, batch_size, max_record)
     return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
 
@@ -112,7 +112,7 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
     would: each validated (one with an error is reported and not stored), a session of the same identity
     (``evalcore.identity``) updated in place, an unchanged one left alone; in one transaction."""
     report = ImportReport(dataset=dataset, format="evalcore")
-    dataset_id = store.dataset(dataset, create=True).id
+    dataset_id = store.datasets.get(dataset, create=True).id
     rows = []
     keys: set[str] = set()
     for position, session in enumerate(sessions):
@@ -132,7 +132,7 @@ def store_sessions(store: Store, sessions: list[Session], dataset: str, source: 
         keys.add(row.key)
         rows.append(row)
     if rows:
-        _add(report, store_batch(store, dataset_id, source, rows))
+        _add(report, store.sessions.store_batch(dataset_id, source, rows), source, None)
     return report
 
 
@@ -157,18 +157,25 @@ def _store_events(
             if on_problem:
                 on_problem(item)
         elif isinstance(event, BatchEvent):
-            _add(report, store_batch(store, dataset_id, source, event.rows))
+            try:
+                stored = store.sessions.store_batch(dataset_id, source, event.rows)
+            except DatabaseFaultError as exc:  # this batch is not stored; those before it are: say so
+                kept = f"{report.stored:,} sessions of {source} were stored before it and are kept"
+                raise DatabaseFaultError(
+                    f"{exc} ({kept}; the same import, run again, stores the rest)", exc.code, kind=exc.kind
+                ) from exc
+            _add(report, stored, path, on_problem)
             read = event.bytes_read
             if on_progress:
                 on_progress(read, max(total, read))
         elif isinstance(event, CountsEvent):  # the last event
-            report.failed, report.warnings, report.format = event.failed, event.warnings, event.format
+            report.failed, report.warnings, report.format = report.failed + event.failed, event.warnings, event.format
         else:  # FailedEvent: what was read before is stored; the rest is not
             where = f" after line {event.line}" if event.line else ""
             raise StoreError(
                 f"reading {path} stopped{where}: {event.reason}; the {report.stored} sessions before it are stored"
             )
-    mark_imported(store, dataset_id, source)
+    store.datasets.mark_imported(dataset_id, source)
     if on_progress:
         total = max(total, read)
         on_progress(total, total)
@@ -182,8 +189,8 @@ def _events_from_worker(
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
     reader's next write fails and it stops. The reader's standard error goes to a temporary
     file, never to the screen: should it die, its last words end the error raised here."""
-    args = [path, fmt, dataset_id, batch_size, workers, max_record]
-    command = [sys.executable, "-m", "evalcore.reading", json.dumps(args)]
+    job = [path, fmt, dataset_id, batch_size, workers, max_record, os.getpid()]  # (the reader dies with this one)
+    command = [sys.executable, "-m", "evalcore.reading", json.dumps(job)]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)
         assert process.stdout is not None
@@ -211,7 +218,17 @@ def _events_from_worker(
             process.stdout.close()
 
 
-def _add(report: ImportReport, counts: BatchCounts) -> None:
+def _add(
+    report: ImportReport, counts: BatchCounts, path: str, on_problem: Callable[[FileProblem], None] | None
+) -> None:
+    """Count a stored batch; each row the database refused is a problem on its line (the others are stored)."""
     report.new += counts.new
     report.updated += counts.updated
     report.unchanged += counts.unchanged
+    for line, why in counts.refused:
+        report.failed += 1
+        item = FileProblem(path, line or 0, "error", why)
+        if len(report.problems) < MAX_KEPT_PROBLEMS:
+            report.problems.append(item)
+        if on_problem:
+            on_problem(item)

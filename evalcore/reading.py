@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalcore._infra.workers import die_with_parent
 from evalcore.formats import read
 from evalcore.formats.files import ReadResult
 from evalcore.formats.jsonio import MAX_RECORD
@@ -204,8 +205,10 @@ def _events(prepared: Iterator[Prepared], bytes_read: Callable[[], int], batch_s
 
 
 def run_reader(argv: list[str]) -> int:
-    """The reader process: ``events`` of the file named in ``argv``, pickled to standard output."""
-    path, fmt, dataset_id, batch_size, workers, max_record = json.loads(argv[0])
+    """The reader process: ``events`` of the file named in ``argv``, pickled to standard output. It dies with the
+    importer that started it (whose pid ``argv`` ends with), as do the workers it forks."""
+    path, fmt, dataset_id, batch_size, workers, max_record, parent = json.loads(argv[0])
+    die_with_parent(parent)
     out = sys.stdout.buffer
     try:
         for event in events(path, fmt, dataset_id, batch_size, workers, max_record):

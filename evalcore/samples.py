@@ -14,7 +14,6 @@ from pathlib import Path
 from evalcore.importing import ImportReport, import_file
 from evalcore.scoring import score_dataset
 from evalcore.store import Store
-from evalcore.store.runs import Runs
 
 __all__ = ["SAMPLE_METRICS", "SampleLoad", "ensure_samples", "load_samples", "sample_dataset_name", "sample_files"]
 
@@ -56,7 +55,7 @@ def sample_dataset_name(path: str | os.PathLike[str]) -> str:
 def load_samples(store: Store, folder: str | os.PathLike[str], *, score: bool = True) -> list[SampleLoad]:
     """Import every sample file of ``folder`` into its dataset and score it (what is done already is kept)."""
     loads = []
-    runs = Runs(store)
+    runs = store.runs
     for path in sample_files(folder):
         dataset = sample_dataset_name(path)
         report = import_file(store, path, dataset, workers=1)
@@ -71,8 +70,8 @@ def load_samples(store: Store, folder: str | os.PathLike[str], *, score: bool = 
 def ensure_samples(store: Store, folder: str | os.PathLike[str]) -> list[SampleLoad]:
     """``load_samples`` the first time a database is started with a sample folder; nothing afterwards
     (a reviewer who deleted a sample dataset does not see it come back)."""
-    if store.meta(_MARK) is not None:
+    if store.meta.get(_MARK) is not None:
         return []
     loads = load_samples(store, folder)
-    store.set_meta(_MARK, ",".join(load.dataset for load in loads))
+    store.meta.set(_MARK, ",".join(load.dataset for load in loads))
     return loads

@@ -38,9 +38,10 @@ from evalcore.metrics.aggregate import prepare as prepare_summary
 from evalcore.metrics.calls import SessionCalls
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
-from evalcore.store import Store
+from evalcore.store import Store, open_store
+from evalcore.store.engine import connections_open
 from evalcore.store.jsontext import loads
-from evalcore.store.queries import SessionFilter, iter_pks
+from evalcore.store.queries import SessionFilter
 from evalcore.store.records import now
 from evalcore.store.runs import Run, RunProgress, Runs
 
@@ -108,7 +109,7 @@ def run_progress(store: Store, run_id: int) -> RunProgress:
 
     Readable from any thread or process while the run goes (the counts move at each save of the sink).
     """
-    return Runs(store).progress(run_id)
+    return store.runs.progress(run_id)
 
 
 def score_row(run_id: int, pk: int, key: str, r: MetricResult, stamp: str) -> tuple[Any, ...]:
@@ -139,7 +140,7 @@ def save_results(store: Store, run_id: int, scored: list[tuple[int, str, MetricR
     """Store results of run ``run_id``: ``(session_pk, metric key, result)``; a result stored again replaces the
     old one. The run's live counts are left alone."""
     stamp = now()
-    Runs(store).write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
+    store.runs.write_rows([score_row(run_id, pk, key, r, stamp) for pk, key, r in scored])
 
 
 def session_calls(runs: Runs, pks: list[int]) -> list[tuple[int, SessionCalls]]:
@@ -185,8 +186,8 @@ def _plan(
 ) -> _Plan:
     keys = [m.key() for m in metrics]
     params: dict[str, Any] = {m.key(): {"name": m.name, **m.params()} for m in metrics}
-    runs = Runs(store)
-    pks = list(iter_pks(store, dataset, filters))
+    runs = store.runs
+    pks = list(store.sessions.iter_pks(dataset, filters))
     items = len(pks) * len(keys)
     run = runs.resumable(dataset, keys, params, judge_model, filters) if resume else None
     resumed = run is not None
@@ -263,8 +264,10 @@ def _score_deterministic(
 ) -> bool:
     """Score every session left with deterministic metrics, a batch at a time; True when stopped early."""
     if workers > 1 and len(plan.todo) >= PARALLEL_MIN and can_fork():
-        return _score_in_processes(store, plan, sink, should_stop, workers)
-    for pk, results in _results(Runs(store), plan.keyed, plan.todo):
+        store.before_fork()  # no connection crosses the fork: each worker opens its own
+        if connections_open(store.identity) == 0:  # (another store of this process has it open: score here instead)
+            return _score_in_processes(store, plan, sink, should_stop, workers)
+    for pk, results in _results(store.runs, plan.keyed, plan.todo):
         if should_stop is not None and should_stop():
             return True
         sink.add(pk, results)
@@ -304,7 +307,7 @@ def _score_in_processes(
     rows and writing them as a worker spends scoring (on two CPUs, the time of the whole run)."""
     batches = _worker_batches(plan.todo, workers)
     lock = multiprocessing.get_context("fork").Lock()
-    pool = fork_pool(workers, _start_worker, (store.path, store.busy_timeout, plan.keyed, plan.run.id, lock))
+    pool = fork_pool(workers, _start_worker, (store.url, store.busy_timeout, plan.keyed, plan.run.id, lock))
     pending: deque[concurrent.futures.Future[int]] = deque()
     try:
         with worker_failures():  # a worker killed: WorkerError, the run failed with what was saved kept
@@ -342,14 +345,10 @@ def _worker_batches(todo: list[int], workers: int) -> list[list[int]]:
     return batches
 
 
-def _start_worker(path: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
+def _start_worker(url: str, busy_timeout: float, keyed: list[tuple[str, Metric]], run_id: int, lock: Any) -> None:
     """A worker's start (after ``evalcore._infra.workers.start_worker``): its own connection."""
     global _worker
-    store = Store(path, busy_timeout=busy_timeout)
-    # Each batch checks its run and sessions itself (``write_rows(check=True)``): a quarter of the lookups of
-    # SQLite's foreign-key checks of every row (2.3 us of the 12 a score row costs).
-    store.db.execute("PRAGMA foreign_keys = OFF")
-    _worker = (store, keyed, run_id, lock)
+    _worker = (open_store(url, busy_timeout=busy_timeout), keyed, run_id, lock)
 
 
 def _score_batch(pks: list[int]) -> int:
@@ -360,7 +359,7 @@ def _score_batch(pks: list[int]) -> int:
     stamp = now()
     rows: list[tuple[Any, ...]] = []
     counts = [0, 0, 0]
-    runs = Runs(store)
+    runs = store.runs
     scored = 0
     for pk, results in _results(runs, keyed, pks):  # only the rows are kept
         scored += 1
@@ -379,7 +378,7 @@ async def _score_judged(
     """Score every session left with the judge, at most ``width`` sessions in flight; True when stopped early."""
     import asyncio
 
-    runs = Runs(store)
+    runs = store.runs
     in_flight: set[asyncio.Task[tuple[int, list[tuple[str, MetricResult]]]]] = set()
 
     def collect(done: set[asyncio.Task[tuple[int, list[tuple[str, MetricResult]]]]]) -> None:
@@ -445,7 +444,7 @@ def score_dataset(
         judge = dataclasses.replace(judge, concurrency=concurrency)  # the caller's config stays as it was
     use = judge if judged else None
     plan = _plan(store, dataset, metrics, filters, resume, use.model if use else None, use.public_url if use else None)
-    runs = Runs(store)
+    runs = store.runs
     if on_start is not None:
         on_start(plan.run)
     client: Judge | None = None
@@ -547,7 +546,7 @@ async def _evaluate(session: Session, metrics: list[Metric], judge: Judge) -> di
 
 def summarize_run(store: Store, run_id: int) -> list[Summary]:
     """Each metric of the run over the dataset: count, mean and interval, failed, not applicable."""
-    runs = Runs(store)
+    runs = store.runs
     run = runs.get(run_id)
     values: dict[str, list[tuple[float, int]]] = defaultdict(list)
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
@@ -576,6 +575,7 @@ def write_scores_jsonl(store: Store, run_id: int, path: str | os.PathLike[str]) 
     from evalcore._infra.outputs import atomic_output
     from evalcore.exporting import score_records
 
+    store.refuse_as_output(path)
     count = 0
     with atomic_output(path) as out:
         for record in score_records(store, run_id):  # the same records the Export page downloads

@@ -16,8 +16,9 @@ import streamlit as st
 from evalcore import background, config
 from evalcore.errors import ConflictError, EvalcoreError
 from evalcore.samples import ensure_samples
-from evalcore.store import Store, default_db_path
+from evalcore.store import Store, default_db_path, open_store
 from evalcore.store.queries import SessionFilter
+from evalcore.store.store import is_postgres, sqlite_path
 from evalcore.views.table import labels, records
 from evalcore.views.text import literal_markdown
 
@@ -64,18 +65,33 @@ def sample_folder() -> Path:
     return Path(config.sample_data_folder() or ROOT / "sample_data")
 
 
+#: Why the sample data could not be loaded into a database, by its path (shown on the Datasets page).
+SAMPLE_PROBLEMS: dict[str, str] = {}
+
+
 @st.cache_resource(show_spinner="Opening the database…")
 def _store(path: str) -> Store:
-    store = Store(path)
+    store = open_store(path)
     folder = sample_folder()
     if folder.is_dir():
-        ensure_samples(store, folder)  # once per database: a newcomer sees real data on every page
+        try:
+            ensure_samples(store, folder)  # once per database: a newcomer sees real data on every page
+        except EvalcoreError as exc:  # (a full disk, say): the app goes on without them, and says why once
+            log.error("the sample data could not be loaded", exc_info=exc)
+            SAMPLE_PROBLEMS[path] = str(exc)
     return store
+
+
+def sample_problem() -> str | None:
+    """Why the sample data could not be loaded into this server's database on its first start, if it could not."""
+    where = db_path()
+    return SAMPLE_PROBLEMS.get(where if is_postgres(where) else os.path.abspath(sqlite_path(where)))
 
 
 def store() -> Store:
     """The store of this server (each browser session's thread gets its own connection)."""
-    return _store(os.path.abspath(db_path()))
+    where = db_path()
+    return _store(where if is_postgres(where) else os.path.abspath(sqlite_path(where)))
 
 
 def reviewer() -> str | None:

@@ -103,7 +103,7 @@ with left:
         if chosen.count:
             _shared.show_sessions(run=run, metric=metric, min=chosen.min_value, max=chosen.max_value)
 with right:
-    shown = _by_assistant(store.path, state(run), metric)
+    shown = _by_assistant(store.url, state(run), metric)
     st.caption("By assistant: mean and 95% interval. Click a bar for its sessions.")
     if shown:
         event = st.plotly_chart(
@@ -118,7 +118,7 @@ with right:
 
 # -- run against run ---------------------------------------------------------------------------------
 if against is not None:
-    cmp = _compare(store.path, state(against), state(run), metric)
+    cmp = _compare(store.url, state(against), state(run), metric)
     st.markdown(f"#### Run #{run.id} against run #{against.id}")
     diff = cmp.differences
     change = "—" if diff.mean is None else f"{diff.mean:+.3f} [{diff.ci_low:+.3f}, {diff.ci_high:+.3f}]"
@@ -162,7 +162,7 @@ def _agreements(path: str, name: str, version: tuple[Any, ...]) -> list[Any]:
     return judge_agreement(_shared.store(), name)
 
 
-agreements = _agreements(store.path, dataset, verdicts_version(store, dataset))
+agreements = _agreements(store.url, dataset, verdicts_version(store, dataset))
 if not agreements:
     st.info(
         "No judge metric has been scored on sessions that reviewers gave a verdict on. Give verdicts on the "

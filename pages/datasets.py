@@ -5,8 +5,6 @@ import streamlit as st
 from evalcore.background import start_import
 from evalcore.formats import formats
 from evalcore.samples import load_samples, sample_files
-from evalcore.store.datasets import delete_dataset, rename_dataset
-from evalcore.store.jobs import Jobs
 from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.views.text import literal_markdown, plural
 from pages import _shared
@@ -15,6 +13,8 @@ _shared.frame_first()
 
 store = _shared.store()
 st.title("Datasets")
+if problem := _shared.sample_problem():
+    st.warning(f"The sample data could not be loaded: {literal_markdown(problem)}", icon=":material/warning:")
 
 rows = dataset_rows(store)
 if rows:
@@ -53,7 +53,7 @@ def show_outcome(outcome: ImportOutcome) -> None:
 @st.fragment(run_every=0.5)
 def follow_job(job_id: int) -> None:
     """The running import's progress, read from the store twice a second until it ends."""
-    job = Jobs(store).get(job_id)
+    job = store.jobs.get(job_id)
     show_outcome(import_outcome(job))
     if not job.active:
         st.session_state.pop("import_job", None)
@@ -104,7 +104,7 @@ with left:
         )  # fmt: skip
         # The sidebar's widget owns session_state["dataset"] by now: switch through the deep link, which
         # the frame reads before making it (the dataset is made here so the link finds it at once).
-        store.dataset(dataset_name, create=True)
+        store.datasets.get(dataset_name, create=True)
         st.query_params["dataset"] = dataset_name
         st.rerun()
     running = st.session_state.get("import_job")
@@ -142,7 +142,7 @@ with right:
             renamed = st.text_input("Rename to", key="rename_to")
             if st.form_submit_button("Rename"):
                 with _shared.saving("The new name"):
-                    st.query_params["dataset"] = rename_dataset(store, current, renamed)
+                    st.query_params["dataset"] = store.datasets.rename(current, renamed)
                     st.rerun()
         with st.popover("Delete…", icon=":material/delete:"):
             size = next((r.sessions for r in rows if r.dataset == current), 0)
@@ -153,7 +153,7 @@ with right:
             typed = st.text_input(f"Type {literal_markdown(current)} to confirm", key="delete_confirm")
             if st.button("Delete for good", type="primary", disabled=typed != current, key="delete"):
                 with _shared.saving("The deletion"):
-                    n = delete_dataset(store, current, confirm=typed)
+                    n = store.datasets.delete(current, confirm=typed)
                     st.query_params.pop("dataset", None)
                     st.toast(f"Deleted {literal_markdown(current)} ({n} sessions).")
                     st.rerun()

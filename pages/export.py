@@ -5,8 +5,6 @@ import streamlit as st
 
 from evalcore.errors import EvalcoreError
 from evalcore.schema import STATUSES
-from evalcore.store.queries import facets
-from evalcore.store.runs import Runs
 from evalcore.views.export import (
     SCORE_KINDS,
     ExportDownload,
@@ -29,8 +27,8 @@ if dataset is None:
     st.page_link(_shared.PAGES["datasets"], label="Go to Datasets", icon=":material/database:")
     st.stop()
 
-found = facets(store, dataset)
-runs = Runs(store).recent(dataset)
+found = store.sessions.facets(dataset)
+runs = store.runs.recent(dataset)
 finished = [r for r in runs if r.status != "running"]
 st.caption(
     "The sessions of the dataset, filtered, with their curated ground truth: byte for byte the file "

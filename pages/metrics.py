@@ -7,7 +7,6 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import EvalcoreError
-from evalcore.store.jobs import Jobs
 from evalcore.views.metrics import (
     ESTIMATE_NOTE,
     GROUP_TITLES,
@@ -55,7 +54,7 @@ st.caption(
 
 def show_progress(job_id: int) -> bool:
     """The job's bar and live counts; whether it is still running."""
-    job = Jobs(store).get(job_id)
+    job = store.jobs.get(job_id)
     view = progress_view(store, job, background.job_run(store, job_id))
     _shared.job_status(view.status, view.fraction, view.message)
     st.markdown(view.counts_markdown)

@@ -9,9 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
-from evalcore.store.queries import browse, facets, neighbours
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict, verdicts
+from evalcore.store.labels import LABEL, rubric_verdict
 from evalcore.views.review.diff import diff_markdown, word_diff
 from evalcore.views.review.fields import (
     SESSION_EDITORS,
@@ -46,7 +44,9 @@ if dataset is None:
 state = _shared.browse_state()
 ref = st.query_params.get("session")
 if not ref:
-    first = browse(store, dataset, state["filters"], sort=state["sort"], descending=state["descending"], limit=1)
+    first = store.sessions.browse(
+        dataset, state["filters"], sort=state["sort"], descending=state["descending"], limit=1
+    )
     if not first.items:
         st.title("Review")
         st.info("No session matches the filter of the Sessions page.", icon=":material/filter_alt_off:")
@@ -54,14 +54,14 @@ if not ref:
     ref = first.items[0].link
     st.query_params["session"] = ref
 try:
-    pk = store.find_ref(dataset, ref)
+    pk = store.sessions.find_ref(dataset, ref)
 except NotFoundError as exc:
     st.title("Review")
     st.warning(str(exc), icon=":material/search_off:")
     st.page_link(_shared.PAGES["sessions"], label="Pick a session", icon=":material/table_rows:")
     st.stop()
 
-stored = store.get(pk)
+stored = store.sessions.get(pk)
 session = stored.session
 
 # What this reviewer's forms are based on: the version they first saw, until they save, take another
@@ -78,7 +78,7 @@ key = f"{pk}-{base['epoch']}"
 
 def rebase(*, reset: bool) -> None:
     """Base the forms on the store's current version (``reset``: drop what is typed in them too)."""
-    fresh = store.get(pk)
+    fresh = store.sessions.get(pk)
     base.update(version=fresh.version, session=fresh.session)
     if reset:
         base["epoch"] += 1
@@ -91,7 +91,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
         return False
     try:
         for turn, changes in groups:
-            base["version"] = store.save(pk, changes, base_version=base["version"], author=author, turn=turn)
+            base["version"] = store.sessions.save(pk, changes, base_version=base["version"], author=author, turn=turn)
     except ConflictError as exc:
         st.session_state["review_conflict"] = {"message": str(exc), "groups": groups, "what": what}
         return False
@@ -105,7 +105,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
 
 def go_to(target: int | None) -> None:
     if target is not None:
-        st.query_params["session"] = store.get(target).link
+        st.query_params["session"] = store.sessions.get(target).link
         st.query_params.pop("turn", None)
 
 
@@ -119,7 +119,7 @@ def problems_text(problems: list[FieldProblem]) -> str:
 
 
 # -- header: who, where, status, navigation ---------------------------------------------------------
-nb = neighbours(store, dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
+nb = store.sessions.neighbours(dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
 view = transcript(session)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
 title, moves = st.columns([5, 3], vertical_alignment="bottom")
@@ -189,7 +189,7 @@ with st.container():
                     base["epoch"] += 1
                 st.rerun()
     elif stored.version > base["version"]:
-        newer = [e for e in store.history(pk) if e.version > base["version"]]
+        newer = [e for e in store.sessions.history(pk) if e.version > base["version"]]
         who = ", ".join(sorted({e.author for e in newer})) or "someone"
         st.warning(
             f"{literal_markdown(who)} changed this session since you opened it "
@@ -236,7 +236,7 @@ with tabs[0]:
                 form[name] = st.text_area(spec.label, values[name], help=spec.help, height=height,
                                           key=f"s-{name}-{key}")  # fmt: skip
             form["tags"] = st.multiselect(
-                "Tags", sorted({*values["tags"], *facets(store, dataset).tags}), default=values["tags"],
+                "Tags", sorted({*values["tags"], *store.sessions.facets(dataset).tags}), default=values["tags"],
                 accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help,
             )  # fmt: skip
             form["expected_retrieved_context"] = st.text_area(
@@ -321,13 +321,13 @@ with tabs[2]:
 
 with tabs[3]:
     if tabs[3].open:
-        mine = {v.name: v.value for v in verdicts(store, pk) if v.author == author}
-        others = [v for v in verdicts(store, pk) if v.author != author]
+        mine = {v.name: v.value for v in store.labels.verdicts(pk) if v.author == author}
+        others = [v for v in store.labels.verdicts(pk) if v.author != author]
 
         def give(name: str, widget: str, scale: dict[Any, float]) -> None:
             value = st.session_state.get(widget)
             try:
-                set_verdict(store, pk, name, None if value is None else scale[value], author=author or "")
+                store.labels.set_verdict(pk, name, None if value is None else scale[value], author=author or "")
             except EvalcoreError as exc:
                 st.session_state["review_notice"] = ("error", f"The verdict was not saved: {exc}")
 
@@ -353,7 +353,7 @@ with tabs[3]:
 
 with tabs[4]:
     if tabs[4].open:
-        scores = Runs(store).for_session(pk)
+        scores = store.runs.for_session(pk)
         if not scores:
             st.info("No run has scored this session yet.")
         else:
@@ -386,7 +386,7 @@ with tabs[5]:
 
 with tabs[6]:
     if tabs[6].open:
-        history = store.history(pk)
+        history = store.sessions.history(pk)
         if not history:
             st.info("No edit yet: the session is as it was imported.")
         else:
@@ -406,7 +406,9 @@ with tabs[6]:
             )  # fmt: skip
             if st.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
                 try:
-                    base["version"] = store.restore(pk, int(target), base_version=stored.version, author=author or "")
+                    base["version"] = store.sessions.restore(
+                        pk, int(target), base_version=stored.version, author=author or ""
+                    )
                 except EvalcoreError as exc:
                     st.error(f"Not restored: {exc}")
                 else:
@@ -416,17 +418,17 @@ with tabs[6]:
 
 with tabs[7]:
     if tabs[7].open:
-        for comment in store.comments(pk):
-            where = f" · turn {comment['turn'] + 1}" if comment["turn"] is not None else ""
+        for comment in store.labels.comments(pk):
+            where = f" · turn {comment.turn + 1}" if comment.turn is not None else ""
             st.markdown(
-                f"**{literal_markdown(comment['author'])}** · {comment['at'][:16].replace('T', ' ')}{where}  \n"
-                + literal_markdown(comment["body"])
+                f"**{literal_markdown(comment.author)}** · {comment.at[:16].replace('T', ' ')}{where}  \n"
+                + literal_markdown(comment.body)
             )
         with st.form(f"comment-{key}", clear_on_submit=True, border=False):
             body = st.text_area("Add a comment", key=f"comment_body-{key}", height=80)
             if st.form_submit_button("Comment", disabled=author is None):
                 try:
-                    store.add_comment(pk, body, author=author or "")
+                    store.labels.add_comment(pk, body, author=author or "")
                 except EvalcoreError as exc:
                     st.error(str(exc))
                 else:

@@ -4,9 +4,7 @@ import streamlit as st
 
 from evalcore.errors import EvalcoreError
 from evalcore.schema import STATUSES
-from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
-from evalcore.store.queries import SORTS, facets
-from evalcore.store.runs import Runs
+from evalcore.store.queries import SORTS
 from evalcore.views.review.tables import session_label
 from evalcore.views.sessions import page_filter, sessions_table
 from pages import _shared
@@ -22,8 +20,8 @@ if dataset is None:
     st.stop()
 
 state = _shared.browse_state()
-found = facets(store, dataset)
-runs = [r for r in Runs(store).recent(dataset) if r.status != "running"]
+found = store.sessions.facets(dataset)
+runs = [r for r in store.runs.recent(dataset) if r.status != "running"]
 
 
 def reset_page() -> None:
@@ -167,13 +165,13 @@ with st.expander("Change many sessions at once", icon=":material/checklist:"):
     if b[3].button(f"Apply to {count:,} sessions", disabled=not ready, type="primary", key="bulk_apply"):
         assert author is not None
         with _shared.saving("The change"):
-            pks = selected if scope == "selected" else matching_pks(store, dataset, filters)
+            pks = selected if scope == "selected" else store.sessions.matching(dataset, filters)
             if action == "status":
-                changed = bulk_set_status(store, pks, value, author=author)
+                changed = store.sessions.set_status_many(pks, value, author=author)
             elif action == "add tag":
-                changed = bulk_tags(store, pks, add=[value], author=author)
+                changed = store.sessions.tag_many(pks, add=[value], author=author)
             else:
-                changed = bulk_tags(store, pks, remove=[value], author=author)
+                changed = store.sessions.tag_many(pks, remove=[value], author=author)
             st.session_state["bulk_done"] = f"{changed:,} sessions changed."
             st.rerun()
     if "bulk_done" in st.session_state:

@@ -6,7 +6,6 @@ import streamlit as st
 from evalcore import background
 from evalcore.errors import EvalcoreError
 from evalcore.solver.dataset import task_name
-from evalcore.store.jobs import Jobs
 from evalcore.views.simulate import (
     SamplesView,
     TaskView,
@@ -43,7 +42,7 @@ st.caption(
 
 def show_progress(job_id: int) -> bool:
     """The job's bar, or what it did; whether it is still running."""
-    view = solve_progress(Jobs(store).get(job_id))
+    view = solve_progress(store.jobs.get(job_id))
     _shared.job_status(view.status, view.fraction, view.message)
     if view.summary:
         st.caption(literal_markdown(view.summary))
@@ -57,9 +56,9 @@ running = st.session_state.get("sim_job")
 if running is not None:
     job_id, target, first_ref = running
     with st.container(border=True):
-        if solve_progress(Jobs(store).get(job_id)).active:
+        if solve_progress(store.jobs.get(job_id)).active:
             # At its end the whole page runs again: the links to the results appear.
-            stopping = "Stopping when the next sample finishes (the others are left for a later run)…"
+            stopping = "Stopping: the samples not finished are left for a later run…"
             _shared.follow_job(job_id, show_progress, stopping=stopping, key="sim_cancel")
         else:
             show_progress(job_id)

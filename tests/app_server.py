@@ -59,11 +59,15 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path | None, s
 
 
 @contextmanager
-def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None = None) -> Iterator[str]:
-    """``streamlit run app.py`` on a free loopback port with ``db`` as its database; yields its URL."""
+def streamlit_server(
+    db: Path | str, *, samples: Path | None = None, log: Path | None = None, folder: Path | None = None
+) -> Iterator[str]:
+    """``streamlit run app.py`` on a free loopback port with ``db`` as its database (a SQLite file, or a database
+    URL: then ``folder`` is where the server runs); yields its URL."""
     port = free_port()
+    folder = folder or Path(db).parent
     env = dict(os.environ, EVALCORE_DB=str(db))
-    env["EVALCORE_SAMPLE_DATA"] = str(samples) if samples is not None else str(db.parent / "no-samples")
+    env["EVALCORE_SAMPLE_DATA"] = str(samples) if samples is not None else str(folder / "no-samples")
     command = [
         sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
         "--server.address", "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
@@ -71,7 +75,7 @@ def streamlit_server(db: Path, *, samples: Path | None = None, log: Path | None 
         "--client.showErrorDetails", "none", "--client.toolbarMode", "minimal", "--theme.primaryColor", "#2f62c7",
     ]  # fmt: skip
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
-    process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(db.parent))
+    process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(folder))
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process, log)

@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.importing import import_file
 from evalcore.samples import ensure_samples
 from evalcore.scoring import score_dataset
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
@@ -119,7 +119,7 @@ def write_jsonl(path: Path, sessions: list[dict[str, Any]]) -> Path:
 def build_template(folder: Path) -> Path:
     """A database as a first start leaves it (the samples, scored), plus ``shop`` and ``review``, scored."""
     path = folder / "template.db"
-    with Store(path) as store:
+    with open_store(path) as store:
         ensure_samples(store, SAMPLE_DATA)
         import_file(store, write_jsonl(folder / "shop.jsonl", shop_sessions()), "shop", workers=1)
         import_file(store, write_jsonl(folder / "review.jsonl", review_sessions()), "review", workers=1)
@@ -184,7 +184,7 @@ def fresh_db_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation
 @pytest.fixture(name="store")
 def store_fixture(db: Path) -> Iterator[Store]:
     """A connection of the test's own to its database (the app opens its own)."""
-    with Store(db) as s:
+    with open_store(db) as s:
         yield s
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +31,24 @@ def tau_bench_file() -> Path:
 # The app's pages import ``pages._shared`` the way Streamlit runs them: from the repository root.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL server for the session (``tests/pgcluster.py``)."""
+    from pgcluster import Cluster
+
+    cluster = Cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a contract test's store lives: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    cluster = request.getfixturevalue("pg_cluster")
+    return str(cluster.new_database())

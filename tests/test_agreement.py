@@ -30,9 +30,8 @@ from evalcore.errors import NotFoundError, UsageError
 from evalcore.importing import import_file
 from evalcore.metrics import MetricResult, create_metric
 from evalcore.scoring import save_results
-from evalcore.store import Store
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, rubric_verdict, set_verdict
+from evalcore.store import Store, open_store
+from evalcore.store.labels import LABEL, rubric_verdict
 
 # -- Cohen's kappa, unweighted -----------------------------------------------------------------------
 
@@ -241,8 +240,8 @@ CLARITY, TONE = rubric_verdict("clarity"), rubric_verdict("tone")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as s:
         yield s
 
 
@@ -257,14 +256,14 @@ def _sessions(store: Store, tmp_path: Path, dataset: str, n: int) -> list[int]:
     ]
     report = import_file(store, write_jsonl(tmp_path / f"{dataset}.jsonl", records), dataset)
     assert report.failed == 0
-    return store.pks(dataset)
+    return store.sessions.pks(dataset)
 
 
 def _run(store: Store, dataset: str, specs: list[dict[str, Any]]) -> int:
     """A run as ``score_dataset`` records one: metric keys, and each key's name and parameters."""
     metrics = [create_metric(s) for s in specs]
     params = {m.key(): {"name": m.name, **m.params()} for m in metrics}
-    return Runs(store).create(dataset, [m.key() for m in metrics], params, judge_model="judge").id
+    return store.runs.create(dataset, [m.key() for m in metrics], params, judge_model="judge").id
 
 
 def _write(store: Store, run_id: int, key: str, values: dict[int, float | str]) -> None:
@@ -308,19 +307,19 @@ def reviewed(store: Store, tmp_path: Path) -> tuple[Store, list[int], int]:
     )
     # Labels: d4 by three reviewers (2 pass, 1 fail: pass); d8 split 1-1 (a tie); d9 given, then withdrawn.
     for i, value in [(0, 1), (1, 0), (2, 0), (3, 1), (4, 1), (5, 1), (6, 0), (7, 1), (8, 1), (9, 1)]:
-        set_verdict(store, s[i], LABEL, value, author="ann")
-    set_verdict(store, s[4], LABEL, 1, author="bob")
-    set_verdict(store, s[4], LABEL, 0, author="cy")
-    set_verdict(store, s[8], LABEL, 0, author="bob")
-    set_verdict(store, s[9], LABEL, None, author="ann")
+        store.labels.set_verdict(s[i], LABEL, value, author="ann")
+    store.labels.set_verdict(s[4], LABEL, 1, author="bob")
+    store.labels.set_verdict(s[4], LABEL, 0, author="cy")
+    store.labels.set_verdict(s[8], LABEL, 0, author="bob")
+    store.labels.set_verdict(s[9], LABEL, None, author="ann")
     # Rubric verdicts: d1 by two reviewers (2 and 5: median 3.5, rounded up to 4); d3 has two rubrics.
-    set_verdict(store, s[0], CLARITY, 4, author="ann")
-    set_verdict(store, s[1], CLARITY, 2, author="ann")
-    set_verdict(store, s[1], CLARITY, 5, author="bob")
-    set_verdict(store, s[2], CLARITY, 1, author="ann")
-    set_verdict(store, s[3], CLARITY, 3, author="ann")
-    set_verdict(store, s[3], TONE, 2, author="ann")
-    set_verdict(store, s[4], TONE, 5, author="ann")
+    store.labels.set_verdict(s[0], CLARITY, 4, author="ann")
+    store.labels.set_verdict(s[1], CLARITY, 2, author="ann")
+    store.labels.set_verdict(s[1], CLARITY, 5, author="bob")
+    store.labels.set_verdict(s[2], CLARITY, 1, author="ann")
+    store.labels.set_verdict(s[3], CLARITY, 3, author="ann")
+    store.labels.set_verdict(s[3], TONE, 2, author="ann")
+    store.labels.set_verdict(s[4], TONE, 5, author="ann")
     # The aspect critique: d5 failed, d6 not applicable, d7 never scored; d9 (withdrawn) scored 0.
     _write(
         store,
@@ -332,7 +331,7 @@ def reviewed(store: Store, tmp_path: Path) -> tuple[Store, list[int], int]:
     _write(store, run, GAUSSIA, {s[0]: 7.5, s[1]: 5.0, s[2]: 2.0})
     _write(store, run, RUBRIC, {s[0]: 4, s[1]: 3, s[2]: 5, s[3]: 3, s[4]: 4.4})
     _write(store, run, "exact_match", {pk: 1.0 for pk in pks})
-    Runs(store).finish(run)
+    store.runs.finish(run)
     return store, pks, run
 
 
@@ -479,7 +478,7 @@ def test_newest_run_with_scores_unless_a_run_is_named(reviewed: tuple[Store, lis
 def test_nothing_to_compare(store: Store, tmp_path: Path) -> None:
     pks = _sessions(store, tmp_path, "e", 3)
     assert judge_agreement(store, "e") == []  # no verdicts, no runs
-    set_verdict(store, pks[0], LABEL, 1, author="ann")
+    store.labels.set_verdict(pks[0], LABEL, 1, author="ann")
     assert judge_agreement(store, "e") == []  # verdicts, no run
     plain = _run(store, "e", [{"name": "exact_match"}])
     _write(store, plain, "exact_match", {pk: 1.0 for pk in pks})
@@ -487,8 +486,8 @@ def test_nothing_to_compare(store: Store, tmp_path: Path) -> None:
     judged = _run(store, "e", [{"name": "safety"}])
     _write(store, judged, "safety", {pks[1]: 1, pks[2]: 0})
     assert judge_agreement(store, "e") == []  # the judge scored none of the reviewed sessions
-    set_verdict(store, pks[0], LABEL, None, author="ann")
-    set_verdict(store, pks[1], LABEL, 1, author="ann")
+    store.labels.set_verdict(pks[0], LABEL, None, author="ann")
+    store.labels.set_verdict(pks[1], LABEL, 1, author="ann")
     (only,) = judge_agreement(store, "e")
     assert only.n == 1 and only.kappa is None and only.spearman is None and only.percent_agreement == 1.0
     assert only.disagreements == ()
@@ -500,9 +499,9 @@ def test_only_failures_still_report_what_was_left_out(store: Store, tmp_path: Pa
     _write(store, run, "safety", {pks[0]: "error", pks[1]: "n/a"})
     _write(store, run, "instance_rubric_score", {pks[0]: 3, pks[1]: 4})
     for pk in pks:
-        set_verdict(store, pk, LABEL, 1, author="ann")
-        set_verdict(store, pk, CLARITY, 3, author="ann")
-        set_verdict(store, pk, TONE, 4, author="ann")
+        store.labels.set_verdict(pk, LABEL, 1, author="ann")
+        store.labels.set_verdict(pk, CLARITY, 3, author="ann")
+        store.labels.set_verdict(pk, TONE, 4, author="ann")
     found = _by(judge_agreement(store, "f"))
     safety = found["safety", LABEL]
     assert safety.n == 0 and safety.kappa is None and safety.percent_agreement is None
@@ -534,12 +533,12 @@ def test_several_reviewers_and_rounding(store: Store, tmp_path: Path) -> None:
     # Judge values round half up: 2.5 -> 3 (not to the even 2), 3.5 -> 4; 0.4 is kept within 1-5 as 1.
     _write(store, run, RUBRIC, {pks[0]: 2.5, pks[1]: 3.5, pks[2]: 0.4, pks[3]: 5})
     for author, value in [("ann", 2), ("bob", 3)]:  # median 2.5 -> 3
-        set_verdict(store, pks[0], CLARITY, value, author=author)
+        store.labels.set_verdict(pks[0], CLARITY, value, author=author)
     for author, value in [("ann", 1), ("bob", 4), ("cy", 5)]:  # median of three: 4
-        set_verdict(store, pks[1], CLARITY, value, author=author)
-    set_verdict(store, pks[2], CLARITY, 1, author="ann")
+        store.labels.set_verdict(pks[1], CLARITY, value, author=author)
+    store.labels.set_verdict(pks[2], CLARITY, 1, author="ann")
     # A verdict whose value was cleared in place (NULL) counts for nothing: d3 is not compared.
-    with store.write() as conn:
+    with store._engine.write() as conn:
         conn.execute(
             "INSERT INTO verdicts (session_pk, author, name, value, at) VALUES (?, 'ann', ?, NULL, 'now')",
             [pks[3], CLARITY],
@@ -557,7 +556,7 @@ def test_why_kappa_or_rho_is_undefined(store: Store, tmp_path: Path) -> None:
     _write(store, run, "safety", {pk: 1 for pk in pks})  # the judge passes everything
     _write(store, run, "relevance_to_query", {pks[0]: 1, pks[1]: 0, pks[2]: 1})
     for pk in pks:
-        set_verdict(store, pk, LABEL, 1, author="ann")  # and so do the reviewers
+        store.labels.set_verdict(pk, LABEL, 1, author="ann")  # and so do the reviewers
     found = _by(judge_agreement(store, "u"))
     safety = found["safety", LABEL]
     # All three in one category on both sides: po = 1, pe = 1, kappa = 0/0; both sides constant for rho.
@@ -577,10 +576,10 @@ def test_runs_without_parameters_and_unknown_metrics(store: Store, tmp_path: Pat
     pks = _sessions(store, tmp_path, "h", 2)
     # A run recorded without its metrics' parameters (the key names the metric), and one of a metric
     # this evalcore does not know: the known judge is still compared, the unknown one left out.
-    run = Runs(store).create("h", ["aspect_critique:kind", "retired_judge"], {}).id
+    run = store.runs.create("h", ["aspect_critique:kind", "retired_judge"], {}).id
     _write(store, run, "aspect_critique:kind", {pks[0]: 1, pks[1]: 0})
     _write(store, run, "retired_judge", {pks[0]: 1, pks[1]: 0})
-    set_verdict(store, pks[0], LABEL, 1, author="ann")
-    set_verdict(store, pks[1], LABEL, 0, author="ann")
+    store.labels.set_verdict(pks[0], LABEL, 1, author="ann")
+    store.labels.set_verdict(pks[1], LABEL, 0, author="ann")
     (only,) = judge_agreement(store, "h")
     assert (only.metric, only.kind, only.n, only.kappa) == ("aspect_critique:kind", "binary", 2, pytest.approx(1.0))

@@ -24,7 +24,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
 )
 
 from evalcore.samples import sample_dataset_name, sample_files
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from pages import _shared
 
 
@@ -40,8 +40,8 @@ def test_first_start_loads_the_samples_once(fresh_db: Path, monkeypatch: pytest.
     at = run(app())
     assert at.selectbox(key="dataset").options == samples
     assert at.selectbox(key="dataset").value == samples[0]
-    with Store(fresh_db) as s:
-        sizes = {d.name: d.sessions for d in s.datasets()}
+    with open_store(fresh_db) as s:
+        sizes = {d.name: d.sessions for d in s.datasets.all()}
     assert sorted(sizes) == samples and all(sizes.values())
 
     # The reviewer deletes a sample dataset: it never comes back, in this server or the next.
@@ -57,8 +57,10 @@ def test_first_start_loads_the_samples_once(fresh_db: Path, monkeypatch: pytest.
             _restart_server()
         again = run(app())
         assert again.selectbox(key="dataset").options == [n for n in samples if n != "sample-ragas"]
-        with Store(fresh_db) as s:
-            assert {d.name: d.sessions for d in s.datasets()} == {k: v for k, v in sizes.items() if k != "sample-ragas"}
+        with open_store(fresh_db) as s:
+            assert {d.name: d.sessions for d in s.datasets.all()} == {
+                k: v for k, v in sizes.items() if k != "sample-ragas"
+            }
 
 
 def test_no_sample_folder_means_no_dataset(fresh_db: Path) -> None:
@@ -107,7 +109,7 @@ def test_reviewer_name_is_kept_across_pages(db: Path, store: Store) -> None:
     assert not any("Enter your name" in t for t in texts(at, "info"))
     at.button(key="flag").click()
     run(at)
-    saved = store.get(store.find("review", "r-tools"))
+    saved = store.sessions.get(store.sessions.find("review", "r-tools"))
     assert (saved.session.status, saved.status_by) == ("flagged", "Ann")  # trimmed
 
 

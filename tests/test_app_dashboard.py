@@ -26,9 +26,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.metrics.base import MetricResult
 from evalcore.scoring import save_results, score_dataset
 from evalcore.store import Store
-from evalcore.store.bulk import bulk_set_status
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, set_verdict
+from evalcore.store.labels import LABEL
 
 
 def _dashboard(dataset: str = "shop") -> AppTest:
@@ -72,9 +70,9 @@ def test_two_runs_compared(db: Path, store: Store) -> None:
 
 
 def test_review_progress_counts_status_changes(db: Path, store: Store) -> None:
-    pks = store.pks("shop")
-    bulk_set_status(store, pks[10:14], "approved", author="ann")
-    bulk_set_status(store, pks[14:16], "rejected", author="bob")
+    pks = store.sessions.pks("shop")
+    store.sessions.set_status_many(pks[10:14], "approved", author="ann")
+    store.sessions.set_status_many(pks[14:16], "rejected", author="bob")
     at = _dashboard()
     assert "No reviewer has set a status on this dataset yet." not in texts(at, "info")
     assert "Statuses set by each reviewer" in texts(at, "caption")
@@ -90,8 +88,8 @@ def test_a_dataset_without_runs(fresh_db: Path) -> None:
 
 def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
     """A pass/fail judge on 4 shop sessions that ann judged too: they agree on 3 (hand-worked kappa 0.5)."""
-    pks = store.pks("shop")[:4]
-    run_id = Runs(store).create("shop", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}}).id
+    pks = store.sessions.pks("shop")[:4]
+    run_id = store.runs.create("shop", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}}).id
     judged = [1.0, 1.0, 0.0, 0.0]
     human = [1.0, 0.0, 0.0, 0.0]
     save_results(
@@ -99,9 +97,9 @@ def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
         run_id,
         [(pk, "aspect_critique", MetricResult("aspect_critique", value=v)) for pk, v in zip(pks, judged, strict=True)],
     )
-    Runs(store).finish(run_id)
+    store.runs.finish(run_id)
     for pk, v in zip(pks, human, strict=True):
-        set_verdict(store, pk, LABEL, v, author="ann")
+        store.labels.set_verdict(pk, LABEL, v, author="ann")
     at = _dashboard()
     assert "**aspect\\_critique** against the reviewers' **label**" in texts(at, "markdown")
     shown = _metrics(at)

@@ -23,8 +23,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.background import wait_for
 from evalcore.samples import sample_dataset_name, sample_files
-from evalcore.store import Store
-from evalcore.store.jobs import Jobs
+from evalcore.store import Store, open_store
 from evalcore.views.text import literal_markdown
 
 
@@ -45,8 +44,8 @@ def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
 
 
 def test_the_table_follows_a_review(db: Path, store: Store) -> None:
-    pk = store.find("shop", "shop-10")
-    store.set_status(pk, "rejected", base_version=store.get(pk).version, author="ann")
+    pk = store.sessions.find("shop", "shop-10")
+    store.sessions.set_status(pk, "rejected", base_version=store.sessions.get(pk).version, author="ann")
     shop = _table(run(app()))["shop"]
     assert (shop["todo"], shop["rejected"]) == (21, 1)
     assert shop["reviewed"] == pytest.approx(6 / 30)
@@ -75,7 +74,7 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     run(at)
     at.button(key="import").click()
     run(at)
-    [job] = [j for j in Jobs(store).recent("mine") if j.kind == "import"]
+    [job] = [j for j in store.jobs.recent("mine") if j.kind == "import"]
     assert job.author == "ann"
     assert wait_for(store, job.id).status == "done"
     run(at)  # the next refresh shows the outcome
@@ -87,7 +86,10 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     assert len(problems) == 1 and problems[0]["line"] == 2 and problems[0]["level"] == "error"
     assert "not valid JSON" in problems[0]["problem"]
     assert _table(at)["mine"]["sessions"] == 2
-    assert sorted(store.get(pk).session.session_id or "" for pk in store.pks("mine")) == ["shop-00", "shop-01"]
+    assert sorted(store.sessions.get(pk).session.session_id or "" for pk in store.sessions.pks("mine")) == [
+        "shop-00",
+        "shop-01",
+    ]
 
     # One click, one import: the same upload cannot be imported twice by accident...
     assert at.button(key="import").disabled
@@ -96,11 +98,11 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     _upload(at, "mine.jsonl", data)
     at.button(key="import").click()
     run(at)
-    job = next(j for j in Jobs(store).recent("mine") if j.kind == "import")
+    job = next(j for j in store.jobs.recent("mine") if j.kind == "import")
     wait_for(store, job.id)
     run(at)
     assert literal_markdown("0 new, 0 updated, 2 unchanged") in texts(at, "warning")[0]
-    assert len(store.pks("mine")) == 2
+    assert len(store.sessions.pks("mine")) == 2
 
 
 def test_an_import_that_fails(db: Path, store: Store) -> None:
@@ -109,11 +111,11 @@ def test_an_import_that_fails(db: Path, store: Store) -> None:
     assert at.selectbox(key="import_target").value == "shop"
     at.button(key="import").click()
     run(at)
-    job = next(j for j in Jobs(store).recent("shop") if j.kind == "import")
+    job = next(j for j in store.jobs.recent("shop") if j.kind == "import")
     wait_for(store, job.id)
     run(at)
     assert not at.exception
-    assert len(store.pks("shop")) == 30
+    assert len(store.sessions.pks("shop")) == 30
     shown = texts(at, "error") + texts(at, "warning")
     assert any(literal_markdown("import nothing.json") in t for t in shown), shown
 
@@ -125,8 +127,8 @@ def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
     at.button(key="load_samples").click()
     run(at)
-    with Store(fresh_db) as s:
-        total = sum(d.sessions for d in s.datasets())
+    with open_store(fresh_db) as s:
+        total = sum(d.sessions for d in s.datasets.all())
     assert total > 13
     assert texts(at, "success") == [f"Sample data loaded: {total} new sessions."]
     assert sorted(_table(at)) == sorted(sample_dataset_name(p) for p in sample_files(SAMPLE_DATA))
@@ -134,8 +136,8 @@ def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch
     at.button(key="load_samples").click()
     run(at)
     assert texts(at, "success") == ["Sample data loaded: 0 new sessions."]  # loading is idempotent
-    with Store(fresh_db) as s:
-        assert sum(d.sessions for d in s.datasets()) == total
+    with open_store(fresh_db) as s:
+        assert sum(d.sessions for d in s.datasets.all()) == total
 
 
 def test_rename(db: Path, store: Store) -> None:
@@ -144,7 +146,7 @@ def test_rename(db: Path, store: Store) -> None:
     at.button(key="FormSubmitter:rename-Rename").click()
     run(at)
     assert any("The new name was not saved" in e and "'review' exists already" in e for e in texts(at, "error"))
-    assert {"shop", "review"} <= set(store.dataset_names())
+    assert {"shop", "review"} <= set(store.datasets.names())
     assert at.selectbox(key="dataset").value == "shop"
 
     at.text_input(key="rename_to").input("  shop 2  ")
@@ -153,7 +155,7 @@ def test_rename(db: Path, store: Store) -> None:
     assert not at.error
     assert at.selectbox(key="dataset").value == "shop 2"
     assert at.query_params["dataset"] == "shop 2"
-    names = store.dataset_names()
+    names = store.datasets.names()
     assert "shop 2" in names and "shop" not in names
     assert _table(at)["shop 2"]["sessions"] == 30
     assert "Manage shop 2" in texts(at, "subheader")
@@ -171,7 +173,7 @@ def test_delete_needs_the_exact_name(db: Path, store: Store) -> None:
     assert not at.button(key="delete").disabled
     at.button(key="delete").click()
     run(at)
-    assert "shop" not in store.dataset_names()
+    assert "shop" not in store.datasets.names()
     assert "shop" not in _table(at)
     assert at.selectbox(key="dataset").value == "review"  # the first one left
-    assert len(store.dataset_names()) == 17
+    assert len(store.datasets.names()) == 17

@@ -33,9 +33,8 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.exporting import export_dataset, manifest_path
 from evalcore.importing import import_file
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.queries import SessionFilter
-from evalcore.store.runs import Runs
 from evalcore.views.export import ExportDownload
 
 PAGE = "pages/export.py"
@@ -69,7 +68,7 @@ def _download(at: AppTest) -> ExportDownload:
 def _cli_file(db: Path, tmp_path: Path, name: str, to: str, filters: SessionFilter, dataset: str = "shop") -> bytes:
     """What ``evalcore export`` writes (its code, on the same file) to ``name``, checked against its manifest."""
     out = tmp_path / name
-    with Store(db) as store:
+    with open_store(db) as store:
         export_dataset(store, dataset, out, to, filters)
     data = out.read_bytes()
     assert json.loads(manifest_path(out).read_text())["sha256"] == hashlib.sha256(data).hexdigest()
@@ -137,7 +136,7 @@ def test_score_filter_by_run_metric_and_range(db: Path, store: Store, tmp_path: 
     at.number_input(key="x_max").set_value(2)
     run(at)
     assert _count(at) == 10
-    run_id = Runs(store).recent("shop")[0].id
+    run_id = store.runs.recent("shop")[0].id
     filters = SessionFilter(run_id=run_id, metric="turn_count", min_score=2.0, max_score=2.0)
     assert _download(at).data() == _cli_file(db, tmp_path, "s.jsonl", "evalcore", filters)
     [command] = [c.value for c in at.code if c.language == "bash"]
@@ -205,7 +204,7 @@ def test_no_dataset_yet(fresh_db: Path) -> None:
 
 def test_run_scores_as_csv_or_jsonl(db: Path, store: Store, tmp_path: Path) -> None:
     at = _export("review")
-    runs = Runs(store).recent("review")
+    runs = store.runs.recent("review")
     assert len(at.selectbox(key="x_scores_run").options) == len(runs)
     [label] = [b.proto.label for b in at.get("download_button") if "scores" in b.proto.label]
     assert label == f"Download review\\.run\\-{runs[0].id}\\.scores\\.csv"

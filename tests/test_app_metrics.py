@@ -27,8 +27,6 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore import background
 from evalcore.store import Store
-from evalcore.store.jobs import Jobs
-from evalcore.store.runs import Runs
 
 SECRET = "sk-test-never-shown-4242"
 
@@ -42,7 +40,7 @@ def open_metrics(dataset: str = "shop") -> AppTest:
 
 
 def latest_job(store: Store, dataset: str) -> int:
-    return next(j.id for j in Jobs(store).recent(dataset) if j.kind == "score")
+    return next(j.id for j in store.jobs.recent(dataset) if j.kind == "score")
 
 
 def finish(at: AppTest, store: Store, dataset: str) -> Any:
@@ -84,7 +82,7 @@ def test_the_page_lists_metrics_by_group_with_what_they_need(db: Path) -> None:
 
 def test_run_deterministic_metrics_and_see_the_counts_and_the_run(db: Path, store: Store) -> None:
     at = open_metrics("shop")
-    before = len(Runs(store).recent("shop"))
+    before = len(store.runs.recent("shop"))
     at.multiselect(key="pick_deterministic").set_value(["turn_count", "exact_match", "rouge"])
     run(at)
     assert [e.label for e in at.expander] == ["rouge", "Calls"]  # only rouge has parameters; the judge's calls
@@ -95,7 +93,7 @@ def test_run_deterministic_metrics_and_see_the_counts_and_the_run(db: Path, stor
     run(at)
     job = finish(at, store, "shop")
     assert job.status == "done", job.error
-    runs = Runs(store).recent("shop")
+    runs = store.runs.recent("shop")
     assert len(runs) == before + 1
     new = runs[0]
     assert new.metrics == ["turn_count", "exact_match", "rouge:rouge_type=rouge1"]
@@ -137,7 +135,7 @@ def test_judge_metrics_run_against_the_loopback_server(db: Path, store: Store, j
     run(at)
     job = finish(at, store, "shop")
     assert job.status == "done", job.error
-    new = Runs(store).recent("shop")[0]
+    new = store.runs.recent("shop")[0]
     assert new.judge_model == "gpt-4o-mini" and new.n_done == 30 and new.n_failed == 0
     assert len(judge_env.requests) == 30
     row = at.dataframe[-1].value.iloc[0]
@@ -157,10 +155,10 @@ def test_judge_faults_are_counted_as_failures_not_a_crash(db: Path, store: Store
     run(at)
     job = finish(at, store, "shop")
     assert job.status == "done", job.error
-    new = Runs(store).recent("shop")[0]
+    new = store.runs.recent("shop")[0]
     assert (new.n_done, new.n_failed) == (26, 4)
     assert "**4** failed" in counts_line(at)
-    errors = [r.error or "" for r in Runs(store).scores(new.id) if r.status == "error"]
+    errors = [r.error or "" for r in store.runs.scores(new.id) if r.status == "error"]
     assert len(errors) == 4 and any("HTTP 500" in e for e in errors) and any("not JSON" in e for e in errors)
     assert at.dataframe[-1].value.iloc[0]["failed"] == 4
     # The endpoint is changed on the page (never the key): a closed port fails every item, still no crash.
@@ -171,7 +169,7 @@ def test_judge_faults_are_counted_as_failures_not_a_crash(db: Path, store: Store
     run(at)
     job = finish(at, store, "shop")
     assert job.status == "done", job.error
-    closed = Runs(store).recent("shop")[0]
+    closed = store.runs.recent("shop")[0]
     assert (closed.n_done, closed.n_failed) == (0, 30)
     assert SECRET not in all_text(at)
 
@@ -192,15 +190,15 @@ def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> No
     # Cancelled once some sessions are saved (the live counts are written at each flush, every 2 s), so
     # that the resumed run has sessions to skip, however slow the machine.
     deadline = time.monotonic() + 60
-    while not any(r.items_done > 0 for r in Runs(store).recent("shop") if r.metrics == ["relevance_to_query"]):
+    while not any(r.items_done > 0 for r in store.runs.recent("shop") if r.metrics == ["relevance_to_query"]):
         assert time.monotonic() < deadline, "no session scored within 60 s"
         time.sleep(0.05)
     at.button(key="cancel_run").click()
     run(at)
-    assert "Stopping after the sessions in hand…" in texts(at, "caption") or not Jobs(store).get(job_id).active
+    assert "Stopping after the sessions in hand…" in texts(at, "caption") or not store.jobs.get(job_id).active
     job = background.wait_for(store, job_id, timeout=60)
     assert job.status == "cancelled" and (job.error or "").startswith("cancelled by")
-    cancelled = Runs(store).recent("shop")[0]
+    cancelled = store.runs.recent("shop")[0]
     assert cancelled.status == "cancelled" and cancelled.n_done < 30
     run(at)
     assert any("Cancelled after" in w for w in texts(at, "warning"))
@@ -211,9 +209,9 @@ def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> No
     run(at)
     job = finish(at, store, "shop")
     assert job.status == "done", job.error
-    resumed = Runs(store).get(cancelled.id)
+    resumed = store.runs.get(cancelled.id)
     assert resumed.status == "done" and resumed.n_done == 30
-    assert Runs(store).recent("shop")[0].id == cancelled.id  # the same run went on, no new one
+    assert store.runs.recent("shop")[0].id == cancelled.id  # the same run went on, no new one
     # Every session asked once, but for the calls in flight when it stopped (their answers were not kept).
     assert 30 <= len(judge_env.requests) <= 32
     assert json.loads(json.dumps(job.result))["skipped"] > 0

@@ -32,8 +32,6 @@ from streamlit.testing.v1 import AppTest
 from evalcore.importing import import_file
 from evalcore.samples import SAMPLE_METRICS
 from evalcore.store import Store
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import verdicts
 from evalcore.views.text import literal_markdown
 
 
@@ -57,8 +55,8 @@ def _submit(at: AppTest, form: str) -> AppTest:
 
 
 def _session(store: Store, ref: str = "r-tools") -> tuple[int, object]:
-    pk = store.find("review", ref)
-    return pk, store.get(pk)
+    pk = store.sessions.find("review", ref)
+    return pk, store.sessions.get(pk)
 
 
 # -- the transcript -------------------------------------------------------------------------------
@@ -127,7 +125,7 @@ def test_saving_the_reference_answer(db: Path, store: Store) -> None:
     pk, stored = _session(store)
     assert stored.session.reference == "The parcel is on its way."
     assert stored.version == 2
-    [edit] = store.history(pk)
+    [edit] = store.sessions.history(pk)
     assert (edit.field, edit.author, edit.old, edit.new) == (
         "reference",
         "ann",
@@ -137,7 +135,7 @@ def test_saving_the_reference_answer(db: Path, store: Store) -> None:
     # Saving again unchanged changes nothing.
     _submit(at, "truth-")
     assert "Nothing changed." in texts(at, "info")
-    assert store.get(pk).version == 2
+    assert store.sessions.get(pk).version == 2
 
 
 def test_the_reference_and_expected_facts_are_not_both_allowed(db: Path, store: Store) -> None:
@@ -145,7 +143,7 @@ def test_the_reference_and_expected_facts_are_not_both_allowed(db: Path, store: 
     by_prefix(at.text_area, "s-expected_facts-").input("It shipped")
     _submit(at, "truth-")
     assert any("Nothing was saved" in e and "both set" in e for e in texts(at, "error"))
-    assert store.get(store.find("review", "r-tools")).version == 1
+    assert store.sessions.get(store.sessions.find("review", "r-tools")).version == 1
 
 
 def test_tool_calls_copied_from_the_conversation(db: Path, store: Store) -> None:
@@ -155,7 +153,7 @@ def test_tool_calls_copied_from_the_conversation(db: Path, store: Store) -> None
     editor = by_prefix(at.data_editor, "s-calls-")
     assert list(editor.value["name"]) == ["get_order"]
     _submit(at, "calls-")
-    calls = store.get(store.find("review", "r-tools")).session.reference_tool_calls
+    calls = store.sessions.get(store.sessions.find("review", "r-tools")).session.reference_tool_calls
     assert calls is not None and [(c.name, c.args) for c in calls] == [("get_order", {"order_id": 7})]
 
 
@@ -169,7 +167,7 @@ def test_a_rubric_added_in_the_table(db: Path, store: Store) -> None:
         "deleted_rows": [],
     }
     _submit(at, "calls-")
-    assert store.get(store.find("review", "r-tools")).session.rubrics == {
+    assert store.sessions.get(store.sessions.find("review", "r-tools")).session.rubrics == {
         "politeness": "Polite and brief.",
         "accuracy": "Says what the tool said.",
     }
@@ -191,7 +189,7 @@ def test_saving_a_turns_ground_truth(db: Path, store: Store) -> None:
         {"tools": ["get_order"]},
         "q1",
     )
-    assert stored.version == 2 and {e.turn for e in store.history(pk)} == {0}
+    assert stored.version == 2 and {e.turn for e in store.sessions.history(pk)} == {0}
     label = at.expander[0].label
     assert label.startswith("Ground truth for turn 1 · ") and "reference answer" in label
 
@@ -211,7 +209,7 @@ def test_invalid_json_in_expected_tool_usage_is_refused(db: Path, store: Store) 
     by_prefix(at.text_area, "t-etu-0-").input("[1, 2]")
     _submit(at, "turn-form-0-")
     assert "must be a JSON object" in texts(at, "error")[0]
-    assert store.get(stored.pk).version == 1
+    assert store.sessions.get(stored.pk).version == 1
 
 
 def test_the_effective_weights_follow_what_is_typed(db: Path, store: Store) -> None:
@@ -235,7 +233,7 @@ def test_the_effective_weights_follow_what_is_typed(db: Path, store: Store) -> N
     # Saved with the turn's form.
     _tab(at, "Truth")
     _submit(at, "turn-form-0-")
-    assert store.get(stored.pk).session.turn_truth[0].weight == 0.5
+    assert store.sessions.get(stored.pk).session.turn_truth[0].weight == 0.5
     # Weights that add up to more than 1 with turns left over fall back to equal weights: a warning.
     by_prefix(at.number_input, "t-weight-1-").set_value(0.75)
     _tab(at, "Weights")
@@ -250,7 +248,7 @@ def test_editing_needs_a_reviewer(db: Path, store: Store) -> None:
     at.button(key="approve").click()
     run(at)
     assert any("Enter your name in the sidebar first" in e for e in texts(at, "error"))
-    assert store.get(store.find("review", "r-tools")).session.status == "todo"
+    assert store.sessions.get(store.sessions.find("review", "r-tools")).session.status == "todo"
 
 
 # -- status and navigation -----------------------------------------------------------------------------
@@ -258,15 +256,15 @@ def test_editing_needs_a_reviewer(db: Path, store: Store) -> None:
 
 def test_status_buttons(db: Path, store: Store) -> None:
     at = _review()
-    pk = store.find("review", "r-tools")
+    pk = store.sessions.find("review", "r-tools")
     for button, status in [("approve", "approved"), ("reject", "rejected"), ("flag", "flagged"), ("todo", "todo")]:
         at.button(key=button).click()
         run(at)
-        stored = store.get(pk)
+        stored = store.sessions.get(pk)
         assert (stored.session.status, stored.status_by) == (status, "ann"), button
         assert texts(at, "caption")[0].startswith(f"**{status}** by ann"), button
         assert at.query_params["session"] == "r-tools"
-    assert [e.new for e in store.history(pk)] == ["approved", "rejected", "flagged", "todo"]
+    assert [e.new for e in store.sessions.history(pk)] == ["approved", "rejected", "flagged", "todo"]
 
 
 def test_approve_and_next(db: Path, store: Store) -> None:
@@ -275,8 +273,8 @@ def test_approve_and_next(db: Path, store: Store) -> None:
     run(at)
     assert at.query_params["session"] == "r-second"
     assert "### r\\-second" in texts(at, "markdown")
-    assert store.get(store.find("review", "r-tools")).session.status == "approved"
-    assert store.get(store.find("review", "r-second")).session.status == "todo"
+    assert store.sessions.get(store.sessions.find("review", "r-tools")).session.status == "approved"
+    assert store.sessions.get(store.sessions.find("review", "r-second")).session.status == "todo"
 
 
 def test_previous_and_next(db: Path) -> None:
@@ -331,13 +329,13 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
     [box] = [e for e in texts(ann, "error") if "was not saved" in e]
     assert box.startswith("The ground truth was not saved. session r-tools was changed since version 1 (now 2)")
     assert "bob at " in box and "changed reference" in box
-    pk = store.find("review", "r-tools")
-    assert store.get(pk).session.goal is None  # nothing of Ann's was saved
+    pk = store.sessions.find("review", "r-tools")
+    assert store.sessions.get(pk).session.goal is None  # nothing of Ann's was saved
 
     ann.button(key=resolution).click()
     run(ann)
     assert not any("was not saved" in e for e in texts(ann, "error"))
-    stored = store.get(pk)
+    stored = store.sessions.get(pk)
     assert stored.session.reference == "Bob's reference"  # Bob's change stays either way
     if resolution == "take_theirs":
         assert stored.version == 2 and stored.session.goal is None
@@ -345,14 +343,14 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
         assert by_prefix(ann.text_area, "s-goal-").value == ""  # Ann's typing is dropped
     else:
         assert stored.version == 3 and stored.session.goal == "Find order 7"
-        assert [(e.author, e.field) for e in store.history(pk)] == [("bob", "reference"), ("ann", "goal")]
+        assert [(e.author, e.field) for e in store.sessions.history(pk)] == [("bob", "reference"), ("ann", "goal")]
         assert by_prefix(ann.text_area, "s-goal-").value == "Find order 7"
         assert "The ground truth saved." in texts(ann, "toast")
     # Either way Ann's forms are on the current version now: her next save goes through.
     by_prefix(ann.text_area, "s-goal-").input("Track order 7")
     _submit(ann, "truth-")
-    assert store.get(pk).session.goal == "Track order 7"
-    assert store.get(pk).session.reference == "Bob's reference"
+    assert store.sessions.get(pk).session.goal == "Track order 7"
+    assert store.sessions.get(pk).session.reference == "Bob's reference"
 
 
 def test_load_their_version(db: Path, store: Store) -> None:
@@ -368,7 +366,7 @@ def test_load_their_version(db: Path, store: Store) -> None:
     assert "version 2" in texts(ann, "caption")[0]
     ann.button(key="approve").click()
     run(ann)
-    assert store.get(store.find("review", "r-tools")).session.status == "approved"
+    assert store.sessions.get(store.sessions.find("review", "r-tools")).session.status == "approved"
 
 
 # -- the other tabs ---------------------------------------------------------------------------------------
@@ -376,11 +374,11 @@ def test_load_their_version(db: Path, store: Store) -> None:
 
 def test_history_and_restore(db: Path, store: Store) -> None:
     at = _review()
-    pk = store.find("review", "r-tools")
+    pk = store.sessions.find("review", "r-tools")
     for text in ("First rewrite.", "Second rewrite."):
         by_prefix(at.text_area, "s-reference-").input(text)
         _submit(at, "truth-")
-    first, second = store.history(pk)
+    first, second = store.sessions.history(pk)
     _tab(at, "History")
     table = at.dataframe[0].value
     assert list(table["edit"]) == [second.id, first.id]  # newest first
@@ -390,8 +388,8 @@ def test_history_and_restore(db: Path, store: Store) -> None:
     by_prefix(at.button, "restore-").click()
     run(at)
     assert f"Restored to the state after edit #{first.id}." in texts(at, "toast")
-    assert store.get(pk).session.reference == "First rewrite."
-    assert store.history(pk)[-1].reason == f"restored to the state after edit #{first.id}"
+    assert store.sessions.get(pk).session.reference == "First rewrite."
+    assert store.sessions.history(pk)[-1].reason == f"restored to the state after edit #{first.id}"
     assert len(at.dataframe[0].value) == 3
     _tab(at, "Truth")
     assert by_prefix(at.text_area, "s-reference-").value == "First rewrite."
@@ -404,29 +402,29 @@ def test_history_of_an_untouched_session(db: Path) -> None:
 
 def test_comments(db: Path, store: Store) -> None:
     at = _tab(_review(), "Comments")
-    pk = store.find("review", "r-tools")
+    pk = store.sessions.find("review", "r-tools")
     by_prefix(at.text_area, "comment_body-").input("Check the <b>date</b> [here](javascript:x)")
     _submit(at, "comment-")
-    [comment] = store.comments(pk)
-    assert (comment["author"], comment["body"]) == ("ann", "Check the <b>date</b> [here](javascript:x)")
+    [comment] = store.labels.comments(pk)
+    assert (comment.author, comment.body) == ("ann", "Check the <b>date</b> [here](javascript:x)")
     [shown] = [m for m in texts(at, "markdown") if m.startswith("**ann** · ")]
-    assert shown.endswith(literal_markdown(comment["body"]))
+    assert shown.endswith(literal_markdown(comment.body))
     _submit(at, "comment-")  # an empty comment
     assert "a comment needs some text" in texts(at, "error")
-    assert len(store.comments(pk)) == 1
+    assert len(store.labels.comments(pk)) == 1
 
 
 def test_verdicts(db: Path, store: Store) -> None:
     at = _tab(_review(), "Verdict")
-    pk = store.find("review", "r-tools")
+    pk = store.sessions.find("review", "r-tools")
     by_prefix(at.segmented_control, "v-label-").set_value("pass")
     run(at)
-    assert [(v.author, v.name, v.value) for v in verdicts(store, pk)] == [("ann", "label", 1.0)]
+    assert [(v.author, v.name, v.value) for v in store.labels.verdicts(pk)] == [("ann", "label", 1.0)]
     by_prefix(at.segmented_control, "v-politeness-").set_value(4)
     run(at)
     by_prefix(at.segmented_control, "v-label-").set_value("fail")
     run(at)
-    assert {(v.author, v.name, v.value) for v in verdicts(store, pk)} == {
+    assert {(v.author, v.name, v.value) for v in store.labels.verdicts(pk)} == {
         ("ann", "label", 0.0),
         ("ann", "rubric:politeness", 4.0),
     }
@@ -447,8 +445,8 @@ def test_verdicts(db: Path, store: Store) -> None:
 def test_scores_of_the_sample_runs(db: Path, store: Store) -> None:
     at = _tab(_review(dataset="sample-ragas", session=""), "Scores")
     ref = at.query_params["session"]  # no session in the link: the first of the dataset
-    pk = store.find_ref("sample-ragas", ref)
-    expected = Runs(store).for_session(pk)
+    pk = store.sessions.find_ref("sample-ragas", ref)
+    expected = store.runs.for_session(pk)
     assert expected and {s.metric for s in expected} <= set(SAMPLE_METRICS)
     table = at.dataframe[0].value
     assert len(table) == len(expected)
@@ -494,8 +492,8 @@ def test_a_failed_runs_error_is_shown_above_the_transcript(store: Store) -> None
     trace = Path(__file__).parent / "data" / "real" / "traces" / "mlflow_error_trace.json"
     report = import_file(store, trace, "traces", workers=1)
     assert report.new == 1 and report.failed == 0
-    (pk,) = store.pks("traces")
-    at = _review(session=store.get(pk).ref, dataset="traces")
+    (pk,) = store.sessions.pks("traces")
+    at = _review(session=store.sessions.get(pk).ref, dataset="traces")
     assert not at.exception
     errors = texts(at, "error")
     shown = "ConnectionError: Weather service unavailable (HTTP 503) (in span get_current_weather)"
@@ -523,8 +521,8 @@ def test_an_embedded_image_is_shown_and_a_remote_one_named(store: Store, tmp_pat
     source = tmp_path / "img.jsonl"
     source.write_text(json.dumps(request) + "\n", encoding="utf-8")  # as logged: an Anthropic request
     assert import_file(store, source, "images", workers=1).new == 1
-    (pk,) = store.pks("images")
-    at = _review(session=store.get(pk).ref, dataset="images")
+    (pk,) = store.sessions.pks("images")
+    at = _review(session=store.sessions.get(pk).ref, dataset="images")
     assert not at.exception
     (image,) = at.get("image")  # the embedded one, drawn
     assert image.captions == ["image/png"]
@@ -541,7 +539,7 @@ def test_an_image_that_cannot_be_drawn_is_named_not_a_crash(store: Store, tmp_pa
     source = tmp_path / "img.jsonl"
     source.write_text(json.dumps(row) + "\n", encoding="utf-8")
     assert import_file(store, source, "broken-image", workers=1).new == 1
-    (pk,) = store.pks("broken-image")
-    at = _review(session=store.get(pk).ref, dataset="broken-image")
+    (pk,) = store.sessions.pks("broken-image")
+    at = _review(session=store.sessions.get(pk).ref, dataset="broken-image")
     assert not at.exception and not at.get("image")
     assert any("cannot be drawn" in c for c in texts(at, "caption"))

@@ -26,7 +26,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
-from evalcore.store.queries import SessionFilter, count
+from evalcore.store.queries import SessionFilter
 
 
 def _sessions(**query: str) -> AppTest:
@@ -217,12 +217,12 @@ def test_bulk_status_for_the_ticked_rows(db: Path, store: Store) -> None:
     at.button(key="bulk_apply").click()
     run(at)
     assert "3 sessions changed." in texts(at, "success")
-    rejected = store.pks("shop")[8:11]
+    rejected = store.sessions.pks("shop")[8:11]
     for pk in rejected:
-        stored = store.get(pk)
+        stored = store.sessions.get(pk)
         assert (stored.session.status, stored.status_by) == ("rejected", "ann")
-        assert [(e.field, e.new, e.author) for e in store.history(pk)] == [("status", "rejected", "ann")]
-    assert count(store, "shop", SessionFilter(status=["rejected"])) == 3
+        assert [(e.field, e.new, e.author) for e in store.sessions.history(pk)] == [("status", "rejected", "ann")]
+    assert store.sessions.count("shop", SessionFilter(status=["rejected"])) == 3
     assert list(at.dataframe(key="sessions_table").value["status"][8:11]) == ["rejected"] * 3
 
 
@@ -237,7 +237,7 @@ def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:
     run(at)
     at.button(key="bulk_apply").click()
     run(at)
-    assert count(store, "shop", SessionFilter(tags=["later"])) == 2
+    assert store.sessions.count("shop", SessionFilter(tags=["later"])) == 2
     assert "later (2)" in at.multiselect(key="f_tags").options  # shown with its count
 
 
@@ -257,7 +257,7 @@ def test_bulk_status_for_the_whole_filter_needs_the_confirmation(db: Path, store
     at.button(key="bulk_apply").click()
     run(at)
     assert "3 sessions changed." in texts(at, "success")
-    assert count(store, "shop", SessionFilter(status=["flagged"])) == 0
-    assert count(store, "shop", SessionFilter(status=["approved"])) == 8
+    assert store.sessions.count("shop", SessionFilter(status=["flagged"])) == 0
+    assert store.sessions.count("shop", SessionFilter(status=["approved"])) == 8
     assert _total(at) == 0  # the filter (flagged) matches none now
-    assert count(store, "shop", SessionFilter(status=["todo"])) == 22  # nothing else changed
+    assert store.sessions.count("shop", SessionFilter(status=["todo"])) == 22  # nothing else changed

@@ -22,7 +22,6 @@ from solver_server import JUDGE, ScriptedOpenAI, clarify
 from streamlit.testing.v1 import AppTest
 
 from evalcore.store import Store
-from evalcore.store.queries import browse
 
 
 def _simulate() -> AppTest:
@@ -59,7 +58,7 @@ def test_the_clarification_task_runs_into_a_dataset_and_opens_in_review(
         assert texts(at, "success") == ["Done: 6 samples"]
         shown = [c.replace("\\", "").replace("\u2060", "") for c in texts(at, "caption")]  # (escaped: data)
         assert any("6 solved, 0 failed" in c for c in shown), shown
-        items = browse(store, "clarification").items
+        items = store.sessions.browse("clarification").items
         assert len(items) == 6 and {s.assistant_id for s in items} == {"eval-model"}
         at.button(key="sim_review").click()
         run(at)
@@ -93,7 +92,7 @@ def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store
     run(at)
     (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
     assert "config key 'judge_model' is not set" in error
-    assert "sim_job" not in at.session_state and "clarification" not in store.dataset_names()
+    assert "sim_job" not in at.session_state and "clarification" not in store.datasets.names()
 
 
 def test_a_slow_run_is_still_followed_not_given_up() -> None:

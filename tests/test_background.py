@@ -4,7 +4,6 @@ table from other Store objects; and the sample data loaded once per database."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -12,22 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import execute, own_connection, query
 
 from evalcore.background import start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError
 from evalcore.samples import SAMPLE_METRICS, ensure_samples, load_samples, sample_dataset_name, sample_files
-from evalcore.store import Store
-from evalcore.store.datasets import delete_dataset, overviews
-from evalcore.store.jobs import STALLED_AFTER, Jobs
-from evalcore.store.queries import browse
-from evalcore.store.runs import Runs
+from evalcore.store import Store, open_store
+from evalcore.store.jobs import STALLED_AFTER
 
 SAMPLE_DATA = Path(__file__).resolve().parent.parent / "sample_data"
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as s:
         yield s
 
 
@@ -53,13 +50,13 @@ def _jsonl(rows: list[dict[str, Any]], *, bad_at: int | None = None) -> bytes:
 def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_path: Path) -> None:
     n = 6000
     data = _jsonl([_ragas(i) for i in range(n)], bad_at=3001)
-    other = Store(store.path)  # another browser tab (or process) on the same file
+    other = open_store(store.url)  # another browser tab (or process) on the same file
     try:
         job_id = start_import(store, data, "uploads/x.jsonl", "ds", author="ann")
         seen = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            job = Jobs(other).get(job_id)
+            job = other.jobs.get(job_id)
             seen.append(job)
             if job.status != "running":
                 break
@@ -95,16 +92,16 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
         else:
             assert 0 < partial[0].fraction < 1 and partial[0].active
 
-        assert Jobs(other).get(job_id) == job
-        assert [j.id for j in Jobs(other).recent("ds")] == [job_id] and Jobs(other).active() == []
-        assert other.dataset("ds").sessions == n
-        (overview,) = overviews(other)
+        assert other.jobs.get(job_id) == job
+        assert [j.id for j in other.jobs.recent("ds")] == [job_id] and other.jobs.active() == []
+        assert other.datasets.get("ds").sessions == n
+        (overview,) = other.datasets.overviews()
         assert overview.last_import_source == "x.jsonl"
 
         again = wait_for(store, start_import(store, data, "x.jsonl", "ds", author="bob"))
         assert again.status == "done" and again.result is not None
         assert (again.result["new"], again.result["unchanged"], again.result["failed"]) == (0, n, 1)
-        assert [j.id for j in Jobs(store).recent("ds")] == [again.id, job_id]
+        assert [j.id for j in store.jobs.recent("ds")] == [again.id, job_id]
     finally:
         other.close()
 
@@ -116,10 +113,10 @@ def test_a_job_whose_work_fails_ends_as_failed(store: Store) -> None:
     assert job.status == "failed" and job.result is None and job.finished_at
     assert job.error is not None and "nope" in job.error and "unexpected" not in job.error
     assert not job.active and not job.stalled and job.fraction == 0.0
-    with Store(store.path) as other:
-        assert Jobs(other).get(job_id).status == "failed"
-        assert Jobs(other).active("ds") == []
-    assert browse(store, "ds").total == 0
+    with open_store(store.url) as other:
+        assert other.jobs.get(job_id).status == "failed"
+        assert other.jobs.active("ds") == []
+    assert store.sessions.browse("ds").total == 0
 
     job = wait_for(store, start_scoring(store, "nowhere", ["tool_call_count"]))
     assert job.status == "failed" and "nowhere" in (job.error or "")
@@ -136,19 +133,19 @@ def test_a_background_scoring_run(store: Store) -> None:
     assert job.status == "done", job.error
     assert (job.kind, job.label, job.unit, job.author) == ("score", "score tool_call_count", "items", "ann")
     assert job.done == job.total == 30
-    (run,) = Runs(store).recent("ds")
+    (run,) = store.runs.recent("ds")
     assert job.result is not None and job.result["run"] == run.id
     assert job.result["sessions"] == 30 and job.result["skipped"] == 0 and len(job.result["summaries"]) == 1
     assert run.status == "done" and run.metrics == ["tool_call_count"] and run.n_done == 30
-    assert set(Runs(store).latest_values(store.pks("ds"))[store.pks("ds")[0]].values()) == {1.0}
+    assert set(store.runs.latest_values(store.sessions.pks("ds"))[store.sessions.pks("ds")[0]].values()) == {1.0}
     # A finished run is not resumed: scoring again makes a run of its own, named in the result.
     again = wait_for(store, start_scoring(store, "ds", ["tool_call_count"], new_run=True))
     assert again.status == "done" and again.result is not None
-    assert again.result["run"] == Runs(store).recent("ds")[0].id != run.id and again.result["skipped"] == 0
+    assert again.result["run"] == store.runs.recent("ds")[0].id != run.id and again.result["skipped"] == 0
 
 
 def test_a_running_job_that_stopped_reporting_is_stalled(store: Store) -> None:
-    jobs = Jobs(store)
+    jobs = store.jobs
     quiet = jobs.create("import", "ds", "import a.jsonl", author="ann", total=100, unit="bytes")
     busy = jobs.create("score", "ds", "score x", author="ann", unit="items")
     ended = jobs.create("score", "other", "score y", author=None, unit="items")
@@ -157,10 +154,7 @@ def test_a_running_job_that_stopped_reporting_is_stalled(store: Store) -> None:
     assert jobs.get(quiet).fraction == 0.4 and jobs.get(busy).fraction == 0.0
     assert [j.id for j in jobs.active()] == [busy, quiet] and [j.id for j in jobs.active("other")] == []
     old = (datetime.now(UTC) - STALLED_AFTER - timedelta(seconds=30)).isoformat(timespec="microseconds")
-    conn = sqlite3.connect(store.path)
-    conn.execute("UPDATE jobs SET updated_at = ? WHERE id IN (?, ?)", [old, quiet, ended])
-    conn.commit()
-    conn.close()
+    execute(store, "UPDATE jobs SET updated_at = ? WHERE id IN (?, ?)", [old, quiet, ended])
     assert jobs.get(quiet).stalled and not jobs.get(quiet).active and jobs.get(quiet).status == "running"
     assert not jobs.get(busy).stalled and jobs.get(busy).active
     assert not jobs.get(ended).stalled and jobs.get(ended).fraction == 1.0  # a finished job never stalls
@@ -184,31 +178,31 @@ def test_ensure_samples_loads_every_sample_file_once(store: Store) -> None:
     names = [sample_dataset_name(p) for p in files]
     assert [load.dataset for load in loads] == names and all(n.startswith("sample-") for n in names)
     assert sample_dataset_name("x/gaussia_stream.jsonl") == "sample-gaussia-stream"
-    assert store.dataset_names() == sorted(names)
+    assert store.datasets.names() == sorted(names)
     for load in loads:
         assert load.scored and load.report.failed == 0 and load.report.new > 0
-        assert store.dataset(load.dataset).sessions == load.report.new
-        (run,) = Runs(store).recent(load.dataset)
+        assert store.datasets.get(load.dataset).sessions == load.report.new
+        (run,) = store.runs.recent(load.dataset)
         assert run.status == "done" and set(run.metrics) == set(SAMPLE_METRICS)
         assert run.n_items == load.report.new * len(SAMPLE_METRICS)
-    assert store.meta("samples_loaded") == ",".join(names)
+    assert store.meta.get("samples_loaded") == ",".join(names)
 
-    runs = len(Runs(store).recent())
+    runs = len(store.runs.recent())
     assert ensure_samples(store, SAMPLE_DATA) == []  # done once per database
-    with Store(store.path) as other:  # also from a fresh start of the app
+    with open_store(store.url) as other:  # also from a fresh start of the app
         assert ensure_samples(other, SAMPLE_DATA) == []
-    assert len(Runs(store).recent()) == runs
+    assert len(store.runs.recent()) == runs
     # A sample dataset the reviewer deleted does not come back.
-    delete_dataset(store, names[0], confirm=names[0])
-    assert ensure_samples(store, SAMPLE_DATA) == [] and names[0] not in store.dataset_names()
+    store.datasets.delete(names[0], confirm=names[0])
+    assert ensure_samples(store, SAMPLE_DATA) == [] and names[0] not in store.datasets.names()
 
 
 def test_load_samples_is_idempotent_and_scores_once(store: Store) -> None:
     first = load_samples(store, SAMPLE_DATA)
-    counts = {d.name: d.sessions for d in store.datasets()}
-    runs = {load.dataset: [r.id for r in Runs(store).recent(load.dataset)] for load in first}
+    counts = {d.name: d.sessions for d in store.datasets.all()}
+    runs = {load.dataset: [r.id for r in store.runs.recent(load.dataset)] for load in first}
     assert all(load.scored for load in first) and all(len(ids) == 1 for ids in runs.values())
-    assert store.meta("samples_loaded") is None  # only ensure_samples marks the database
+    assert store.meta.get("samples_loaded") is None  # only ensure_samples marks the database
 
     second = load_samples(store, SAMPLE_DATA)
     assert [load.dataset for load in second] == [load.dataset for load in first]
@@ -216,9 +210,9 @@ def test_load_samples_is_idempotent_and_scores_once(store: Store) -> None:
         assert not after.scored
         assert (after.report.new, after.report.updated, after.report.failed) == (0, 0, 0)
         assert after.report.unchanged == before.report.new
-    assert {d.name: d.sessions for d in store.datasets()} == counts
-    assert {d: [r.id for r in Runs(store).recent(d)] for d in runs} == runs
-    assert all(store.get(pk).version == 1 for name in counts for pk in store.pks(name))
+    assert {d.name: d.sessions for d in store.datasets.all()} == counts
+    assert {d: [r.id for r in store.runs.recent(d)] for d in runs} == runs
+    assert all(store.sessions.get(pk).version == 1 for name in counts for pk in store.sessions.pks(name))
 
     unscored = load_samples(store, SAMPLE_DATA, score=False)
     assert not any(load.scored for load in unscored)
@@ -247,8 +241,8 @@ def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> 
     db.conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", notes)
     db.conn.commit()
     db.conn.close()
-    with Store(path) as store:
-        jobs = {job.id: job for job in Jobs(store).recent()}
+    with open_store(path) as store:
+        jobs = {job.id: job for job in store.jobs.recent()}
         assert (jobs[1].status, jobs[1].run_id, jobs[1].cancel_by, jobs[1].error) == (
             "cancelled",
             7,
@@ -257,6 +251,32 @@ def test_migration_0007_moves_the_jobs_notes_into_their_rows(tmp_path: Path) -> 
         )
         assert (jobs[2].status, jobs[2].run_id, jobs[2].cancel_by) == ("done", 8, None)
         assert (jobs[3].status, jobs[3].run_id, jobs[3].error) == ("failed", None, "disk full")
-        assert store.db.execute("SELECT key FROM meta").fetchall() == [("samples_loaded",)]
-        indexes = {name for (name,) in store.db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert query(store, "SELECT key FROM meta") == [("samples_loaded",)]
+        indexes = {
+            name for (name,) in own_connection(store).execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+        }
         assert {"idx_scores_warned", "idx_scores_judged", "idx_sessions_format"} <= indexes  # 0006, 0008, 0009
+
+
+def test_a_job_whose_process_was_killed_is_failed_not_running(store: Store) -> None:
+    """The app (or a command) killed in the middle of a job: the job is failed the next time anyone reads it, with
+    why, instead of "running" (and a page polling it) until it looks stalled."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time; from evalcore.store import open_store; "
+        "s = open_store(sys.argv[1]); print(s.jobs.create('import', 'ds', 'import big.jsonl', author='ann', "
+        "unit='bytes'), flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, store.url], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    job_id = int(proc.stdout.readline())
+    assert store.jobs.get(job_id).status == "running" and [j.id for j in store.jobs.active("ds")] == [job_id]
+    proc.kill()
+    proc.wait(10)
+    proc.stdout.close()
+    job = store.jobs.get(job_id)
+    assert job.status == "failed" and job.error is not None
+    assert f"the process running it (pid {proc.pid}) ended before it finished" in job.error
+    assert store.jobs.active("ds") == [] and store.jobs.recent("ds")[0].status == "failed"

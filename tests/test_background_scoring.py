@@ -7,18 +7,16 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import query
 from openai_server import FakeOpenAI
 
 from evalcore.background import cancel, cancel_requested, job_run, resume_run, start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.judge import JudgeConfig
-from evalcore.store import Store
-from evalcore.store.jobs import Jobs
-from evalcore.store.runs import Runs
+from evalcore.store import Store, open_store
 from evalcore.views.metrics import progress_view
 
 SECRET = "sk-background-secret-77"
@@ -37,8 +35,8 @@ def _session(i: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as s:
         data = "".join(json.dumps(_session(i)) + "\n" for i in range(40)).encode()
         job = wait_for(s, start_import(s, data, "x.jsonl", "ds"))
         assert job.status == "done", job.error
@@ -60,7 +58,7 @@ def test_scoring_with_parameters_names_its_run(store: Store) -> None:
     job = wait_for(store, job_id)
     assert job.status == "done", job.error
     assert job.label == "score turn_count, rouge:rouge_type=rouge1"
-    run = Runs(store).get(job_run(store, job_id) or 0)
+    run = store.runs.get(job_run(store, job_id) or 0)
     assert run.metrics == ["turn_count", "rouge:rouge_type=rouge1"]
     assert (run.n_items, run.n_done, run.n_not_applicable) == (80, 60, 20)
     assert job.result is not None and job.result["run"] == run.id and job.result["cancelled"] is False
@@ -71,10 +69,15 @@ def test_scoring_with_parameters_names_its_run(store: Store) -> None:
 def test_a_judge_run_in_the_background(store: Store, server: FakeOpenAI) -> None:
     job = wait_for(store, start_scoring(store, "ds", ["safety"], judge=judge(server)))
     assert job.status == "done", job.error
-    run = Runs(store).recent("ds")[0]
+    run = store.runs.recent("ds")[0]
     assert run.judge_model == "gpt-4o-mini" and (run.n_done, run.n_failed) == (40, 0)
     assert len(server.requests) == 40 and job.result is not None and job.result["judge_requests"] == 40
-    assert SECRET.encode() not in Path(store.path).read_bytes()
+    assert not any(
+        SECRET in str(cell)
+        for table in ("runs", "scores", "jobs", "judge_cache")
+        for row in query(store, f"SELECT * FROM {table}")
+        for cell in row
+    )
     # Judge metrics with no judge: the job fails and says what to set.
     failed = wait_for(store, start_scoring(store, "ds", ["safety"], new_run=True))
     assert failed.status == "failed" and "judge model" in (failed.error or "")
@@ -84,7 +87,7 @@ def test_faults_of_the_judge_are_failures_of_items(store: Store, server: FakeOpe
     server.queue("500", "garbage", "500")  # each fails the item it answers (no retry)
     job = wait_for(store, start_scoring(store, "ds", ["safety"], judge=judge(server, max_retries=0, concurrency=1)))
     assert job.status == "done", job.error
-    run = Runs(store).recent("ds")[0]
+    run = store.runs.recent("ds")[0]
     assert (run.n_done, run.n_failed) == (37, 3)
 
 
@@ -92,12 +95,12 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
     server.latency = 0.03
     config = judge(server, concurrency=1)
     job_id = start_scoring(store, "ds", ["relevance_to_query"], judge=config, author="ann")
-    with Store(store.path) as other:  # another tab asks it to stop
+    with open_store(store.url) as other:  # another tab asks it to stop
         deadline = time.monotonic() + 30
-        while Jobs(other).get(job_id).done < 5 and time.monotonic() < deadline:
+        while other.jobs.get(job_id).done < 5 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert not cancel_requested(other, job_id)
-        live = progress_view(other, Jobs(other).get(job_id), job_run(other, job_id))
+        live = progress_view(other, other.jobs.get(job_id), job_run(other, job_id))
         assert live.status == "running" and live.active and live.run_id is not None
         assert re.fullmatch(r"Scoring: \d+ of 40 sessions", live.message) and live.items == 40
         cancel(other, job_id, author="bob")
@@ -107,7 +110,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
     assert job.result is not None and job.result["cancelled"] is True
     run_id = job_run(store, job_id)
     assert run_id is not None and job.result["run"] == run_id
-    stopped = Runs(store).get(run_id)
+    stopped = store.runs.get(run_id)
     assert stopped.status == "cancelled" and 5 <= stopped.n_done < 40
     view = progress_view(store, job, run_id)
     assert view.status == "cancelled" and not view.active
@@ -123,7 +126,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
     assert again.status == "done", again.error
     assert job_run(store, again.id) == run_id and again.result is not None
     assert again.result["skipped"] == stopped.n_done + stopped.n_failed + stopped.n_not_applicable
-    done = Runs(store).get(run_id)
+    done = store.runs.get(run_id)
     assert done.status == "done" and done.n_done == 40
     finished = progress_view(store, again, run_id)
     assert (finished.status, finished.fraction, finished.done) == ("done", 1.0, 40)

@@ -23,7 +23,7 @@ from evalcore.formats import read
 from evalcore.formats.jsonio import MAX_RECORD, PIECE, iter_records
 from evalcore.importing import import_file, import_stream
 from evalcore.model.config import load_prices
-from evalcore.store import Store
+from evalcore.store import open_store
 
 MIB = 1 << 20
 CHAT = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
@@ -193,7 +193,7 @@ def test_import_in_a_second_process_and_an_upload_keep_the_limit(tmp_path: Path)
     big = json.dumps({"messages": [{"role": "user", "content": "x" * (2 * MIB)}]})
     source = tmp_path / "in.jsonl"
     source.write_text("\n".join([GOOD] * 3000 + [big, GOOD]) + "\n")  # over 4 MB: read by a second process
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         report = import_file(store, source, "file", workers=2, max_record=MIB)
         assert (report.new, report.failed) == (3000, 1)
         assert report.problems[0].line == 3001 and "a record of more than 1 MiB" in report.problems[0].message

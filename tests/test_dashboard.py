@@ -14,9 +14,7 @@ from evalcore.importing import import_file
 from evalcore.metrics.aggregate import summarize, summarize_counts
 from evalcore.metrics.base import MetricResult
 from evalcore.scoring import save_results
-from evalcore.store import Store
-from evalcore.store.bulk import bulk_set_status
-from evalcore.store.runs import Runs
+from evalcore.store import Store, open_store
 from evalcore.views.dashboard import (
     by_assistant,
     compare_runs,
@@ -30,8 +28,8 @@ from evalcore.views.dashboard import (
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    store = Store(tmp_path / "d.db")
+def store(store_url: str, tmp_path: Path) -> Store:
+    store = open_store(store_url)
     import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[:10]), "shop", workers=1)
     return store
 
@@ -39,8 +37,8 @@ def store(tmp_path: Path) -> Store:
 def _run(store: Store, values: dict[int, dict[str, float | str | None]]) -> int:
     """A run over ``shop`` with the given session values per metric: a number, "error" or "n/a"."""
     metrics = sorted({m for row in values.values() for m in row})
-    run = Runs(store).create("shop", metrics, {})
-    pks = store.pks("shop")
+    run = store.runs.create("shop", metrics, {})
+    pks = store.sessions.pks("shop")
     results = []
     for i, row in values.items():
         for metric, value in row.items():
@@ -53,7 +51,7 @@ def _run(store: Store, values: dict[int, dict[str, float | str | None]]) -> int:
                 result = MetricResult(metric, value=value)
             results.append((pks[i], metric, result))
     save_results(store, run.id, results)
-    Runs(store).finish(run.id)
+    store.runs.finish(run.id)
     return run.id
 
 
@@ -190,11 +188,11 @@ def test_heatmap_in_the_order_of_one_metric_on_each_metrics_scale(store: Store) 
 
 
 def test_review_progress_by_day_and_reviewer(store: Store) -> None:
-    pks = store.pks("shop")
-    bulk_set_status(store, pks[5:8], "approved", author="ann")  # shop-05..07 were flagged/flagged/flagged
-    bulk_set_status(store, pks[8:10], "rejected", author="bob")
-    version = store.get(pks[9]).version
-    store.save(pks[9], {"status": "approved"}, base_version=version, author="ann")
+    pks = store.sessions.pks("shop")
+    store.sessions.set_status_many(pks[5:8], "approved", author="ann")  # shop-05..07 were flagged/flagged/flagged
+    store.sessions.set_status_many(pks[8:10], "rejected", author="bob")
+    version = store.sessions.get(pks[9]).version
+    store.sessions.save(pks[9], {"status": "approved"}, base_version=version, author="ann")
     p = review_progress(store, "shop")
     assert len(p.days) == 1
     assert p.reviewers == ["ann", "bob"]

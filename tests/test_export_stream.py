@@ -24,9 +24,8 @@ from evalcore.errors import NotFoundError, UsageError
 from evalcore.exporting import ExportStream, export_dataset, manifest_path, scores_csv, scores_jsonl
 from evalcore.importing import import_file
 from evalcore.scoring import score_dataset, write_scores_jsonl
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.queries import SessionFilter
-from evalcore.store.runs import Runs
 from evalcore.views.export import (
     ExportDownload,
     ScoresDownload,
@@ -63,19 +62,19 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     a reviewer's edit of a reference (the curated ground truth an export carries)."""
     folder = tmp_path_factory.mktemp("export")
     path = folder / "export.db"
-    with Store(path) as store:
+    with open_store(path) as store:
         import_file(store, write_jsonl(folder / "shop.jsonl", shop_sessions()), "shop", workers=1)
         import_file(store, write_jsonl(folder / "long.jsonl", _long_sessions()), "long", workers=1)
         score_dataset(store, "shop", ["turn_count"])
-        pk = store.find("shop", "shop-04")
-        store.save(pk, {"reference": "Edited by a reviewer: <b>bold</b>"}, base_version=store.get(pk).version,
-                   author="ann")  # fmt: skip
+        pk = store.sessions.find("shop", "shop-04")
+        change = {"reference": "Edited by a reviewer: <b>bold</b>"}
+        store.sessions.save(pk, change, base_version=store.sessions.get(pk).version, author="ann")
     return path
 
 
 @pytest.fixture
 def store(db: Path) -> Any:
-    with Store(db) as s:
+    with open_store(db) as s:
         yield s
 
 
@@ -163,16 +162,16 @@ def test_the_manifest_describes_the_file_downloaded_last(store: Store, db: Path)
     before = json.loads(first.manifest())
     body = first.data()
     assert json.loads(first.manifest())["sha256"] == hashlib.sha256(body).hexdigest() == before["sha256"]
-    with Store(db) as other:  # another reviewer approves one more session
-        pk = other.find("shop", "shop-20")
-        other.set_status(pk, "approved", base_version=other.get(pk).version, author="bob")
+    with open_store(db) as other:  # another reviewer approves one more session
+        pk = other.sessions.find("shop", "shop-20")
+        other.sessions.set_status(pk, "approved", base_version=other.sessions.get(pk).version, author="bob")
     try:
         assert json.loads(first.manifest())["sha256"] == hashlib.sha256(body).hexdigest()  # the file downloaded
         again = first.data()
         assert again != body and json.loads(first.manifest())["count"] == before["count"] + 1
     finally:
-        with Store(db) as other:
-            other.set_status(pk, "todo", base_version=other.get(pk).version, author="bob")
+        with open_store(db) as other:
+            other.sessions.set_status(pk, "todo", base_version=other.sessions.get(pk).version, author="bob")
 
 
 def test_edited_ground_truth_is_exported(store: Store) -> None:
@@ -238,12 +237,12 @@ def test_scores_jsonl_is_what_write_scores_jsonl_writes(store: Store, tmp_path: 
     out = tmp_path / "scores.jsonl"
     n = write_scores_jsonl(store, 1, out)
     assert n == 30 and scores_jsonl(store, 1) == out.read_bytes()
-    run = Runs(store).get(1)
+    run = store.runs.get(1)
     assert ScoresDownload(store, run, "jsonl").data() == out.read_bytes()
 
 
 def test_scores_csv_has_the_same_rows(store: Store) -> None:
-    run = Runs(store).get(1)
+    run = store.runs.get(1)
     download = ScoresDownload(store, run, "csv")
     assert download.file_name == "shop.run-1.scores.csv" and download.mime == "text/csv"
     rows = list(csv.DictReader(io.StringIO(download.data().decode("utf-8"))))
@@ -266,9 +265,9 @@ def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) 
     from evalcore.scoring import save_results
 
     hostile = ['=HYPERLINK("http://evil.example","click")', "+1+2", "-2+3", "@SUM(A1)", "\tlead", "plain = fine"]
-    with Store(tmp_path / "f.db") as store:
+    with open_store(tmp_path / "f.db") as store:
         import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[: len(hostile)]), "shop", workers=1)
-        runs = Runs(store)
+        runs = store.runs
         run = runs.create("shop", ["judge"], {})
         pks = [pk for pk, _ in runs.sessions(list(range(1, len(hostile) + 1)))]
         save_results(

@@ -25,7 +25,7 @@ from evalcore.formats.jsonio import iter_records
 from evalcore.importing import import_file, import_stream
 from evalcore.reading import BatchEvent, CountsEvent, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import MAX_DEPTH, Session, validate_session
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.store.rows import ROW_COLUMNS, Row
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
@@ -78,13 +78,13 @@ def test_parser_limits_are_problems_on_their_lines_and_every_other_record_is_rea
 @pytest.mark.parametrize("workers", [1, 2])
 def test_what_validate_accepts_import_stores_in_one_process_and_in_two(tmp_path: Path, workers: int) -> None:
     source, bad = _hostile_file(tmp_path / "in.jsonl")
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         report = import_file(store, source, "d", workers=workers)
         assert (report.new, report.failed) == (5, 4)
         assert [(p.line, p.message.split(":")[0]) for p in report.problems] == [
             (line, problem.split(":")[0]) for line, problem in bad
         ]
-        assert len(store.pks("d")) == 5
+        assert len(store.sessions.pks("d")) == 5
     out = tmp_path / "out.jsonl"
     converted = convert_file(source, out, to="ragas")
     assert (converted.sessions, converted.errors) == (5, 4) and len(load_output(out)) == 5
@@ -100,7 +100,7 @@ def test_a_lone_surrogate_inside_tool_call_arguments_is_kept_as_the_arguments_te
     assert convert_file(source, out, to="openai").sessions == 1
     (row,) = load_output(out)
     assert row["messages"][1]["tool_calls"][0]["function"]["arguments"] == '{"city": "\\ud800"}'
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 1
 
 
@@ -168,10 +168,13 @@ def test_a_read_that_fails_midway_hands_over_what_it_read_then_names_the_line(tm
     assert isinstance(failed, FailedEvent) and "Input/output error" in failed.reason
     stored = len(got[0].rows)  # type: ignore[union-attr]
     assert failed.line == stored and stored > 500  # every whole line before the failure
-    with Store(tmp_path / "s.db") as store, pytest.raises(StoreError, match=rf"stopped after line {stored}: OSError"):
+    with (
+        open_store(tmp_path / "s.db") as store,
+        pytest.raises(StoreError, match=rf"stopped after line {stored}: OSError"),
+    ):
         import_stream(store, _FailingStream(data, good), "in.jsonl", "d")  # type: ignore[arg-type]
-    with Store(tmp_path / "s.db") as store:
-        assert len(store.pks("d")) == stored
+    with open_store(tmp_path / "s.db") as store:
+        assert len(store.sessions.pks("d")) == stored
 
 
 def _session(**metadata: Any) -> Session:
@@ -296,7 +299,7 @@ def test_a_read_only_format_is_refused_before_any_file_is_made(tmp_path: Path) -
             convert_file(source, out, to=fmt)
         with pytest.raises(UsageError, match="is read-only"), writer_for(out, fmt):
             pass
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         import_file(store, source, "d")
         with pytest.raises(UsageError, match="swarm is read-only"):
             export_dataset(store, "d", out, "swarm")
@@ -308,7 +311,7 @@ def test_a_stored_session_holding_nan_can_be_replaced_by_a_new_import(tmp_path: 
     row = {"user_input": [{"content": "q", "type": "human"}, {"content": "a", "type": "ai",
            "tool_calls": [{"name": "f", "args": {"x": float("nan"), "y": float("inf")}}]}]}  # fmt: skip
     source.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 1
         row["user_input"][0]["content"] = "changed"
         source.write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -330,7 +333,7 @@ def test_a_first_line_array_of_json_lines_costs_no_later_line(tmp_path: Path) ->
     messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     source.write_text("".join(json.dumps(messages) + "\n" for _ in range(3)), encoding="utf-8")
     assert (validate_file(source).sessions, validate_file(source).errors) == (3, 0)
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 3
 
 
@@ -353,7 +356,7 @@ def test_problems_in_a_one_line_array_name_their_element_everywhere(tmp_path: Pa
     assert _problems(validate_file(source)) == expected
     assert _problems(convert_file(source, tmp_path / "out.jsonl", to="openai")) == expected
     for workers in (1, 2):
-        with Store(tmp_path / f"s{workers}.db") as store:
+        with open_store(tmp_path / f"s{workers}.db") as store:
             report = import_file(store, source, "d", workers=workers)
         assert (report.new, report.failed) == (2, 2)
         assert _problems(report) == expected
@@ -389,7 +392,7 @@ def test_a_number_that_overflows_is_a_warning_in_validate_convert_and_import(tmp
     for fmt in ("evalcore", "openai"):
         report = convert_file(source, tmp_path / f"out-{fmt}.jsonl", to=fmt)
         assert (report.sessions, report.errors, _problems(report)) == (2, 0, [warning])
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         report = import_file(store, source, "d")
     assert (report.new, report.failed, report.warnings, _problems(report)) == (2, 0, 1, [warning])
     # NaN as ragas writes it is no overflow: nothing is said.
@@ -410,6 +413,6 @@ def test_utf16_and_gzip_files_get_one_problem_that_says_what_to_do(tmp_path: Pat
     source.write_bytes(data)
     (problem,) = validate_file(source, workers=2).problems
     assert problem.line == 1 and problem.message.startswith(what) and "first" in problem.message
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         report = import_stream(store, io.BytesIO(data), "upload.jsonl", "d")
     assert (report.new, report.failed, [p.message for p in report.problems]) == (0, 1, [problem.message])

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from dbutil import query
 from openai_server import FakeOpenAI, LoopbackServer
 from pydantic import BaseModel
 
@@ -34,8 +35,8 @@ from evalcore.importing import import_file
 from evalcore.judge import Judge, JudgeCache, JudgeConfig, JudgeError, MemoryCache, StoreJudgeCache, Verdict
 from evalcore.metrics import Metric, create_metric
 from evalcore.scoring import RunReport, save_results, score_dataset
-from evalcore.store import Store
-from evalcore.store.runs import Runs, ScoreRow
+from evalcore.store import Store, open_store
+from evalcore.store.runs import ScoreRow
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
@@ -235,7 +236,7 @@ def metrics_by_key(specs: list[str | dict[str, Any] | Metric]) -> dict[str, Metr
 
 def all_rows(store: Store, run_id: int) -> dict[tuple[int, str, int | None], ScoreRow]:
     """Every score of a run, turns included, by (session, metric, turn)."""
-    rows = list(Runs(store).scores(run_id, turns=True))
+    rows = list(store.runs.scores(run_id, turns=True))
     keyed = {(r.session_pk, r.metric, r.turn): r for r in rows}
     assert len(keyed) == len(rows), "a (session, metric, turn) scored twice"
     return keyed
@@ -243,9 +244,7 @@ def all_rows(store: Store, run_id: int) -> dict[tuple[int, str, int | None], Sco
 
 def usage_columns(store: Store, run_id: int) -> list[tuple[str, str, int | None, int | None]]:
     """(metric, status, calls, cached) of the run's session-level scores."""
-    return store.db.execute(
-        "SELECT metric, status, calls, cached FROM scores WHERE run_id = ? AND turn = -1", [run_id]
-    ).fetchall()
+    return query(store, "SELECT metric, status, calls, cached FROM scores WHERE run_id = ? AND turn = -1", [run_id])
 
 
 def check_complete_run(store: Store, report: RunReport, specs: list[str | dict[str, Any] | Metric]) -> list[ScoreRow]:
@@ -256,7 +255,7 @@ def check_complete_run(store: Store, report: RunReport, specs: list[str | dict[s
     assert run.metrics == list(metrics)
     n_sessions = len(DATABRICKS_IDS) + len(GAUSSIA_IDS)
     assert report.sessions == n_sessions
-    rows = list(Runs(store).scores(run.id))
+    rows = list(store.runs.scores(run.id))
     pairs = Counter((r.session_id, r.metric) for r in rows)
     assert set(pairs) == {(s, k) for s in DATABRICKS_IDS + GAUSSIA_IDS for k in metrics}
     assert set(pairs.values()) == {1}
@@ -307,13 +306,13 @@ def check_complete_run(store: Store, report: RunReport, specs: list[str | dict[s
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(store_url: str) -> Iterator[Store]:
     """A real store with the Databricks and Gaussia samples in one dataset (6 + 4 sessions)."""
-    with Store(tmp_path / "evalcore.db") as opened:
+    with open_store(store_url) as opened:
         for name in ("databricks.jsonl", "gaussia.json"):
             report = import_file(opened, SAMPLE_DATA / name, DATASET)
             assert report.failed == 0 and report.new > 0
-        assert opened.dataset(DATASET).sessions == len(DATABRICKS_IDS) + len(GAUSSIA_IDS) == 10
+        assert opened.datasets.get(DATASET).sessions == len(DATABRICKS_IDS) + len(GAUSSIA_IDS) == 10
         yield opened
 
 
@@ -516,17 +515,64 @@ def test_answer_without_choices_is_a_judge_error() -> None:
     assert "no choices[0].message.content" in str(error)
 
 
-def test_retry_after_as_an_http_date_and_capped_by_max_wait(pauses: list[float]) -> None:
+def test_retry_after_as_an_http_date(pauses: list[float]) -> None:
     past = email.utils.format_datetime(datetime.now(UTC) - timedelta(seconds=30), usegmt=True)
-    future = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=60), usegmt=True)
+    future = email.utils.format_datetime(datetime.now(UTC) + timedelta(seconds=20), usegmt=True)
     limited = (429, {"Retry-After": past}, {"error": {"message": "slow down"}})
+    later = (429, {"Retry-After": future}, {"error": {"message": "come back in 20 s"}})
+    with ScriptedServer(limited, later) as scripted:
+        (verdict,), sent = ask(judge_config(scripted.url, max_wait=30))
+    assert sent == 3 and verdict.answer == Answer(verdict="yes", reason="4 is right")
+    # A date gone by: no wait; a date 20 s ahead: those 20 s (within max_wait).
+    assert pauses[0] == 0.0 and 18 < pauses[1] <= 20
+
+
+def test_a_retry_after_longer_than_max_wait_fails_the_call_at_once_and_the_next_ones_too(pauses: list[float]) -> None:
+    """The endpoint will not answer for an hour: the call is not retried (it says why), and the calls after it are
+    not even sent (a circuit breaker): twenty more items end at once, each with that reason."""
     very_long = (429, {"Retry-After": "3600"}, {"error": {"message": "come back in an hour"}})
-    later = (429, {"Retry-After": future}, {"error": {"message": "come back in a minute"}})
-    with ScriptedServer(limited, very_long, later) as scripted:
-        (verdict,), sent = ask(judge_config(scripted.url, max_wait=0.1))
-    assert sent == 4 and verdict.answer == Answer(verdict="yes", reason="4 is right")
-    # A date gone by: no wait; an hour, and a date a minute ahead: capped at max_wait.
-    assert pauses == [0.0, 0.1, 0.1]
+
+    async def go(config: JudgeConfig) -> list[BaseException | Verdict]:
+        async with Judge(config) as judge:
+            first = await asyncio.gather(judge.ask(SYSTEM, USER, Answer), return_exceptions=True)
+            more = await asyncio.gather(*(judge.ask(SYSTEM, f"{USER} {i}", Answer) for i in range(20)),
+                                        return_exceptions=True)  # fmt: skip
+            return [*first, *more]
+
+    with ScriptedServer(very_long) as scripted:
+        started = time.monotonic()
+        got = asyncio.run(go(judge_config(scripted.url, max_wait=60)))
+        assert time.monotonic() - started < 5 and pauses == []
+        assert len(scripted.hits) == 1  # the first call only: the twenty were never sent
+    assert all(isinstance(g, JudgeError) for g in got), got
+    assert "asks to wait 3,600 s before the next call (HTTP 429, Retry-After), longer than the 60 s" in str(got[0])
+    assert all("not sent: the endpoint asks to wait 3,600 s" in str(g) for g in got[1:])
+
+
+def test_a_storm_of_failures_stops_the_calls_after_five_given_up(pauses: list[float]) -> None:
+    """An endpoint answering 500 to everything: five calls are given up on (each after its retries), and the calls
+    after them fail at once without being sent, saying why."""
+    from evalcore.model.client import BREAKER_AFTER
+
+    failing = [(500, {}, {"error": {"message": "down"}})] * 100
+
+    async def go(config: JudgeConfig) -> list[BaseException | Verdict]:
+        async with Judge(config) as judge:
+            return [await _settled(judge.ask(SYSTEM, f"{USER} {i}", Answer)) for i in range(12)]
+
+    with ScriptedServer(*failing) as scripted:
+        got = asyncio.run(go(judge_config(scripted.url, max_retries=1)))
+        assert len(scripted.hits) == BREAKER_AFTER * 2  # five calls, each tried twice; the seven after: not sent
+    assert all(isinstance(g, JudgeError) for g in got)
+    assert all("gave up after 2 tries: HTTP 500" in str(g) for g in got[:BREAKER_AFTER])
+    assert all("not sent: 5 calls in a row were given up on" in str(g) for g in got[BREAKER_AFTER:])
+
+
+async def _settled(call: Any) -> Any:
+    try:
+        return await call
+    except Exception as exc:
+        return exc
 
 
 def test_unreadable_retry_after_falls_back_to_backoff() -> None:
@@ -579,11 +625,11 @@ def test_failed_calls_are_not_cached(server: FakeOpenAI, config: JudgeConfig) ->
 def test_store_cache_survives_closing_the_store(server: FakeOpenAI, config: JudgeConfig, tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
     server.queue("malformed")  # a repaired answer: two calls, both kept
-    with Store(path) as store:
+    with open_store(path) as store:
         (first,), sent = ask(config, cache=StoreJudgeCache(store))
     assert sent == 2 and first.calls == 2
-    with Store(path) as store:
-        rows = store.db.execute("SELECT key, model, request, response FROM judge_cache ORDER BY created_at").fetchall()
+    with open_store(path) as store:
+        rows = query(store, "SELECT key, model, request, response FROM judge_cache ORDER BY created_at")
         assert sorted(r[0] for r in rows) == sorted(first.keys)
         assert {r[1] for r in rows} == {"gpt-4o-mini"}
         assert sorted(canonical(json.loads(r[2])) for r in rows) == sorted(canonical(q) for q in server.requests)
@@ -631,7 +677,7 @@ def test_score_dataset_rides_out_faults_and_a_rerun_costs_nothing(
         if not metrics[row.metric].uses_judge or row.status != "ok":
             assert (row.input_tokens, row.output_tokens, row.cost) == (None, None, None)
     # The turn-level judges kept each turn's score and reason.
-    turns = [r for r in Runs(store).scores(first.run.id, turns=True) if r.turn is not None]
+    turns = [r for r in store.runs.scores(first.run.id, turns=True) if r.turn is not None]
     assert {r.metric for r in turns} == {"gaussia_context", "gaussia_conversational"}
     assert all(r.reason for r in turns if r.status == "ok")
     dimensions = {"memory", "language", "quality_maxim", "quantity_maxim", "relation_maxim", "manner_maxim"}
@@ -724,8 +770,8 @@ RESUME_SPECS: list[str | dict[str, Any] | Metric] = ["correctness", "gaussia_con
 def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeConfig, store: Store) -> None:
     # A run that stopped part-way: three sessions fully scored, the fourth with only its first metric.
     metrics = [create_metric(s) for s in RESUME_SPECS]
-    runs = Runs(store)
-    pks = store.pks(DATASET)
+    runs = store.runs
+    pks = store.sessions.pks(DATASET)
     run = runs.create(
         DATASET,
         [m.key() for m in metrics],
@@ -737,7 +783,7 @@ def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeC
 
     async def partial() -> None:
         async with Judge(config, StoreJudgeCache(store)) as judge:
-            for stored in store.get_many(pks[:4]):
+            for stored in store.sessions.get_many(pks[:4]):
                 chosen = metrics if stored.pk != pks[3] else metrics[:1]
                 for metric in chosen:
                     results = await metric.evaluate_async(stored.session, judge)
@@ -747,11 +793,12 @@ def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeC
     assert runs.done_sessions(run.id, run.metrics) == set(pks[:3])
     n_before = len(server.requests)
     asked_before = {canonical(q) for q in server.requests}
-    kept = store.db.execute(
+    kept = query(
+        store,
         "SELECT session_pk, metric, turn, created_at FROM scores WHERE run_id = ? AND session_pk IN (?, ?, ?) "
         "ORDER BY session_pk, metric, turn",
         [run.id, *pks[:3]],
-    ).fetchall()
+    )
 
     report = score_dataset(store, DATASET, RESUME_SPECS, judge=config, concurrency=CONCURRENCY, resume=True)
     assert report.resumed and report.run.id == run.id
@@ -761,11 +808,12 @@ def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeC
     all_rows(store, run.id)  # no (session, metric, turn) twice
     # The sessions already scored were left alone; the fourth one's first metric came from the cache.
     assert (
-        store.db.execute(
+        query(
+            store,
             "SELECT session_pk, metric, turn, created_at FROM scores WHERE run_id = ? AND session_pk IN (?, ?, ?) "
             "ORDER BY session_pk, metric, turn",
             [run.id, *pks[:3]],
-        ).fetchall()
+        )
         == kept
     )
     assert not asked_before & {canonical(q) for q in server.requests[n_before:]}
@@ -782,7 +830,7 @@ def test_resume_skips_sessions_already_scored(server: FakeOpenAI, config: JudgeC
 
 def test_resume_after_the_cli_is_interrupted(tmp_path: Path) -> None:
     db = tmp_path / "evalcore.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         for name in ("databricks.jsonl", "gaussia.json"):
             import_file(store, SAMPLE_DATA / name, DATASET)
     with FakeOpenAI(latency=0.05) as server:
@@ -811,15 +859,13 @@ def test_resume_after_the_cli_is_interrupted(tmp_path: Path) -> None:
         interrupted = len(server.requests)
         assert interrupted < 27
 
-        with Store(db) as store:
-            runs = Runs(store)
+        with open_store(db) as store:
+            runs = store.runs
             (run,) = runs.recent(DATASET)
             assert run.status == "running" and run.finished_at is None
             done = runs.done_sessions(run.id, run.metrics)
             assert len(done) >= 2
-            cached = {
-                canonical(json.loads(r[0])) for r in store.db.execute("SELECT request FROM judge_cache").fetchall()
-            }
+            cached = {canonical(json.loads(r[0])) for r in query(store, "SELECT request FROM judge_cache")}
             assert len(cached) >= 15
 
             report = score_dataset(
@@ -843,7 +889,7 @@ def test_judge_metric_without_judge_is_a_usage_error(store: Store) -> None:
     message = str(caught.value)
     assert "correctness" in message and "rubric_score" in message and "tool_call_count" not in message
     assert "EVALCORE_JUDGE_MODEL" in message
-    assert Runs(store).recent() == []  # nothing was started
+    assert store.runs.recent() == []  # nothing was started
     # Deterministic metrics need no judge.
     report = score_dataset(store, DATASET, ["tool_call_count"], judge=None)
     assert report.run.status == "done" and report.judge_requests == 0
@@ -860,8 +906,8 @@ def test_cli_judge_metric_without_judge_model_exits_2(tmp_path: Path) -> None:
     assert proc.stderr.startswith("evalcore: error: correctness ")
     assert "EVALCORE_JUDGE_MODEL" in proc.stderr
     assert proc.stdout == ""
-    with Store(db) as store:
-        assert Runs(store).recent() == []
+    with open_store(db) as store:
+        assert store.runs.recent() == []
 
 
 # -- 6. the command line end to end -------------------------------------------------------------------------

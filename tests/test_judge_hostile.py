@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from dbutil import own_connection, query
 from openai_server import HOSTILE, HostileOpenAI
 from pydantic import BaseModel
 
@@ -33,8 +34,8 @@ from evalcore.judge import Judge, JudgeConfig, JudgeError
 from evalcore.metrics.base import MAX_REASON_CHARS
 from evalcore.model.redact import REDACTED, public_url
 from evalcore.scoring import RunReport, score_dataset
-from evalcore.store import Store
-from evalcore.store.runs import Runs, ScoreRow
+from evalcore.store import open_store
+from evalcore.store.runs import ScoreRow
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
@@ -82,7 +83,7 @@ def assert_no_file_holds_a_secret(folder: Path) -> int:
 def db(tmp_path: Path) -> Path:
     """A store file holding the six Databricks sample sessions as dataset ``dbx``."""
     path = tmp_path / "evalcore.db"
-    with Store(path) as store:
+    with open_store(path) as store:
         report = import_file(store, SAMPLE_DATA / "databricks.jsonl", DATASET)
         assert report.new == N_SESSIONS and report.failed == 0
     return path
@@ -109,15 +110,15 @@ def credentialed(url: str) -> str:
 
 def score(db: Path, specs: list[str], judge: JudgeConfig, output: Path | None = None) -> tuple[RunReport, float]:
     """Score the dataset; the report and the seconds it took."""
-    with Store(db) as store:
+    with open_store(db) as store:
         started = time.monotonic()
         report = score_dataset(store, DATASET, list(specs), judge=judge, output=output)
         return report, time.monotonic() - started
 
 
 def session_rows(db: Path, run_id: int, *, turns: bool = False) -> list[ScoreRow]:
-    with Store(db) as store:
-        return list(Runs(store).scores(run_id, turns=turns))
+    with open_store(db) as store:
+        return list(store.runs.scores(run_id, turns=turns))
 
 
 def check_all_failed(report: RunReport, rows: list[ScoreRow], error: str) -> None:
@@ -308,9 +309,9 @@ def test_the_key_echoed_back_is_found_nowhere(
     assert sum(e.startswith("JudgeError: the endpoint refused the request: HTTP 401: ") for e in errors) == 2
     ok = [r for r in rows if r.status == "ok"]
     assert len(ok) == 2 and all(r.reason and "(your key: [REDACTED]" in r.reason for r in ok)
-    with Store(db) as store:
-        cached = store.db.execute("SELECT request, response FROM judge_cache").fetchall()
-        columns = {r[1] for r in store.db.execute("PRAGMA table_info(judge_cache)").fetchall()}
+    with open_store(db) as store:
+        cached = query(store, "SELECT request, response FROM judge_cache")
+        columns = {r[1] for r in query(store, "PRAGMA table_info(judge_cache)")}
     assert len(cached) == 2 and all(REDACTED in response for _request, response in cached)
     assert not {"headers", "authorization"} & columns  # what was sent is kept, never how
     assert output.exists()
@@ -334,8 +335,8 @@ def test_credentials_in_the_base_url_are_used_but_never_stored_or_shown(
         # Sent as httpx sends them: user:pass as basic auth (replacing the bearer key), the query kept.
         assert f"Basic {BASIC}" in server.seen
         assert f"api-key={QUERY_KEY}&api-version=2024-06-01" in server.seen
-    with Store(db) as store:
-        (stored,) = store.db.execute("SELECT judge_base_url FROM runs").fetchone()
+    with open_store(db) as store:
+        (stored,) = own_connection(store).execute("SELECT judge_base_url FROM runs").fetchone()
     assert stored == f"{server.url}?api-version=2024-06-01"
     rows = session_rows(db, report.run.id)
     assert [r.status for r in rows].count("error") == 2 and [r.status for r in rows].count("ok") == 4

@@ -88,3 +88,19 @@ def test_only_the_config_module_reads_the_environment() -> None:
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and path.name != "config.py":
                 readers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not readers, readers
+
+
+def test_only_the_store_speaks_sql() -> None:
+    """No statement is executed outside ``evalcore/store`` (the app and the library call the repositories)."""
+    speakers = []
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+        if (PACKAGE / "store") in path.parents:
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            options = isinstance(node.value, ast.Name) and node.value.id == "args"  # (the command line's --db)
+            if node.attr in ("execute", "executemany", "executescript") or (node.attr == "db" and not options):
+                speakers.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+    assert not speakers, speakers

@@ -16,7 +16,7 @@ from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import create_metric, metrics
 from evalcore.scoring import score_dataset
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.views import metrics as metric_views
 from evalcore.views.metrics import (
     PastRun,
@@ -63,10 +63,10 @@ def session(i: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(store_url: str, tmp_path: Path) -> Iterator[Store]:
     path = tmp_path / "in.jsonl"
     path.write_text("".join(json.dumps({"schema_version": 1, **session(i)}) + "\n" for i in range(40)))
-    with Store(tmp_path / "x.db") as s:
+    with open_store(store_url) as s:
         import_file(s, path, "ds", workers=1)
         yield s
 
@@ -106,19 +106,19 @@ def test_applicability_counts_every_need_and_says_why(store: Store) -> None:
     assert applicability(profile, "guideline_adherence").applicable == 0
     assert applicability(profile, "guideline_adherence", {"global_guidelines": ["Be brief."]}).applicable == 40
     # The counts agree with what the metrics themselves find missing, session by session.
-    pks = store.pks("ds")
+    pks = store.sessions.pks("ds")
     for name in ("tool_call_accuracy", "exact_match", "document_recall", "correctness", "turn_count"):
         metric = create_metric(name)
-        truth = sum(1 for s in store.get_many(pks) if not metric.missing(s.session))
+        truth = sum(1 for s in store.sessions.get_many(pks) if not metric.missing(s.session))
         assert applicability(profile, name).applicable == truth, name
 
 
-def test_the_profile_follows_edits_reading_only_what_changed(store: Store) -> None:
+def test_the_profile_follows_edits_reading_only_what_changed(store: Store, tmp_path: Path) -> None:
     first = needs_profile(store, "ds")
     assert applicability(first, "tool_call_accuracy").applicable == 12 and first.read == 40
-    pk = store.find("ds", "s-30")
-    stored = store.get(pk)
-    store.save(pk, {"reference_tool_calls": [{"name": "get_order", "args": {"id": 30}}]},
+    pk = store.sessions.find("ds", "s-30")
+    stored = store.sessions.get(pk)
+    store.sessions.save(pk, {"reference_tool_calls": [{"name": "get_order", "args": {"id": 30}}]},
                base_version=stored.version, author="ann")  # fmt: skip
     profile = needs_profile(store, "ds")
     assert applicability(profile, "tool_call_accuracy").applicable == 13
@@ -126,11 +126,11 @@ def test_the_profile_follows_edits_reading_only_what_changed(store: Store) -> No
     assert needs_profile(store, "ds").read == 0
     # Kept in the store too: a restarted server (its memory empty) does not count again.
     metric_views._cache.clear()
-    with Store(store.path) as other:
+    with open_store(store.url) as other:
         again = needs_profile(other, "ds")
         assert again.read == 0 and applicability(again, "tool_call_accuracy").applicable == 13
     # New sessions, and a re-imported one that lost its reference tool calls: only those are read.
-    path = Path(store.path).parent / "more.jsonl"
+    path = tmp_path / "more.jsonl"
     changed = {**session(0), "reference_tool_calls": None}
     path.write_text("".join(json.dumps({"schema_version": 1, **s}) + "\n" for s in [changed, session(40)]))
     report = import_file(store, path, "ds", workers=1)

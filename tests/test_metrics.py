@@ -16,7 +16,7 @@ from evalcore.metrics import create_metric, metric_names
 from evalcore.metrics.aggregate import summarize
 from evalcore.schema import Message, Session, ToolCall, TurnTruth
 from evalcore.scoring import score_dataset
-from evalcore.store import Store
+from evalcore.store import open_store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 RAGAS_METRICS = ("tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call_f1")
@@ -288,7 +288,7 @@ def test_summary_counts_failures_and_never_hides_nan() -> None:
 
 
 def test_scoring_is_resumable_and_errors_are_data(tmp_path: Path, ragas_reference: Path) -> None:
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         import_file(store, ragas_reference / "ragas_samples.jsonl", "ref")
         first = score_dataset(store, "ref", ["tool_call_f1", "turn_count"])
         assert first.run.status == "done" and first.skipped == 0 and first.run.n_done == 600
@@ -323,7 +323,7 @@ def test_json_metric_specs_and_scoring_inside_an_event_loop(ragas_reference: Pat
     assert metric.params()["definition"].startswith("Polite: never curt")
     with pytest.raises(UsageError, match="not valid JSON"):
         create_metric("{nope")
-    with Store(tmp_path / "s.db") as store:
+    with open_store(tmp_path / "s.db") as store:
         import_file(store, ragas_reference / "ragas_samples.jsonl", "ref")
 
         async def in_a_notebook() -> int:  # a running loop, as in Jupyter

@@ -87,3 +87,21 @@ def test_an_unusable_key_is_the_calls_error_never_a_crash() -> None:
         with pytest.raises(ModelError) as caught:
             asyncio.run(one(ModelConfig(model="m", base_url=server.url, api_key="clé-secrète", max_retries=0)))
         assert "clé-secrète" not in str(caught.value) and not server.requests
+
+
+def test_the_key_is_redacted_in_every_form_an_endpoint_might_echo_it() -> None:
+    """An endpoint echoing the key upper-cased, lower-cased, reversed or in base64 (with or without its padding,
+    standard or URL-safe) still leaves no trace of it in what evalcore keeps."""
+    import base64
+
+    from evalcore.model.redact import REDACTED, Redactor
+
+    key = "sk-test-AbCdEf0123456789+/xyz"
+    redact = Redactor([key])
+    raw = key.encode()
+    forms = [key, key.upper(), key.lower(), key[::-1], key.upper()[::-1], base64.b64encode(raw).decode(),
+             base64.b64encode(raw).decode().rstrip("="), base64.urlsafe_b64encode(raw).decode()]  # fmt: skip
+    for form in forms:
+        shown = redact(f"401: the key {form} is not valid")
+        assert form not in shown and REDACTED in shown, form
+    assert redact("nothing secret here") == "nothing secret here"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import own_connection
 from formats_util import load_output, write_jsonl
 
 from evalcore._infra.outputs import PendingOutput, atomic_output, output_target, publish
@@ -35,7 +36,7 @@ from evalcore.exporting import check_export, export_dataset, manifest_path
 from evalcore.formats import writer_for
 from evalcore.importing import import_file
 from evalcore.schema import Session
-from evalcore.store import Store
+from evalcore.store import open_store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 IS_ROOT = os.geteuid() == 0
@@ -64,10 +65,10 @@ def run(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
 def store_db(tmp_path: Path) -> Path:
     """A store holding dataset ``d``: 60 sessions, the first 20 approved."""
     db = tmp_path / "store.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         import_file(store, write_jsonl(tmp_path / "in.jsonl", [_ragas(i) for i in range(60)]), "d")
-        for pk in store.pks("d")[:20]:
-            store.set_status(pk, "approved", base_version=store.get(pk).version, author="t")
+        for pk in store.sessions.pks("d")[:20]:
+            store.sessions.set_status(pk, "approved", base_version=store.sessions.get(pk).version, author="t")
     return db
 
 
@@ -329,7 +330,7 @@ def test_a_terminated_or_interrupted_conversion_removes_its_partial_file(
 
 
 def test_export_to_a_link_a_fifo_and_a_folder(tmp_path: Path, store_db: Path) -> None:
-    with Store(store_db) as store:
+    with open_store(store_db) as store:
         real = tmp_path / "real.jsonl"
         link = tmp_path / "link.jsonl"
         link.symlink_to(real)
@@ -356,14 +357,14 @@ def test_a_manifest_and_its_data_cannot_be_one_file(tmp_path: Path, store_db: Pa
     data = tmp_path / "a.jsonl"
     data.write_text("old\n")
     manifest_path(data).symlink_to(data)
-    with Store(store_db) as store, pytest.raises(UsageError, match="are the same file"):
+    with open_store(store_db) as store, pytest.raises(UsageError, match="are the same file"):
         export_dataset(store, "d", data, "ragas")
     assert data.read_text() == "old\n" and _leftovers(tmp_path) == []
 
 
 def test_the_manifest_carries_the_data_files_digest(tmp_path: Path, store_db: Path) -> None:
     out = tmp_path / "o.jsonl"
-    with Store(store_db) as store:
+    with open_store(store_db) as store:
         report = export_dataset(store, "d", out, "ragas")
     manifest = json.loads(manifest_path(out).read_text())
     assert manifest["sha256"] == hashlib.sha256(out.read_bytes()).hexdigest() == report.sha256
@@ -440,10 +441,10 @@ def test_exports_killed_at_random_moments_keep_manifest_and_data_together(tmp_pa
     moments: after every kill a manifest present matches the data's SHA-256; after every SIGTERM no
     partial file is left."""
     db = tmp_path / "big.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         import_file(store, write_jsonl(tmp_path / "in.jsonl", [_ragas(i) for i in range(3_000)]), "d")
-        for pk in store.pks("d")[::2]:
-            store.db.execute("UPDATE sessions SET status = 'approved' WHERE id = ?", [pk])
+        for pk in store.sessions.pks("d")[::2]:
+            own_connection(store).execute("UPDATE sessions SET status = 'approved' WHERE id = ?", [pk])
     out = tmp_path / "o.jsonl"
     started = time.monotonic()
     assert run("export", "--dataset", "d", "--to", "ragas", "-o", str(out), "--db", str(db)).returncode == 0
@@ -482,7 +483,7 @@ def test_score_output_is_written_whole_or_not_at_all(
     from evalcore.store.runs import Runs
 
     out = tmp_path / "scores.jsonl"
-    with Store(store_db) as store:
+    with open_store(store_db) as store:
         report = score_dataset(store, "d", ["exact_match"], output=out)
         lines = out.read_text().splitlines()
         assert len(lines) == 60 and _leftovers(tmp_path) == []
@@ -503,8 +504,8 @@ def test_score_output_is_written_whole_or_not_at_all(
 def test_score_output_onto_a_folder_is_refused_before_scoring(tmp_path: Path, store_db: Path) -> None:
     proc = run("score", "--dataset", "d", "--metrics", "exact_match", "--output", str(tmp_path), "--db", str(store_db))
     assert proc.returncode == 2 and "is a folder" in proc.stderr and "Traceback" not in proc.stderr
-    with Store(store_db) as store:
-        assert store.db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # no run started
+    with open_store(store_db) as store:
+        assert own_connection(store).execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # no run started
 
 
 def test_publish_puts_the_last_file_in_place_last(tmp_path: Path) -> None:

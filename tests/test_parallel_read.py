@@ -17,6 +17,7 @@ from evalcore.convert import ConvertReport
 from evalcore.formats import parallel
 from evalcore.formats.files import ReadResult
 from evalcore.formats.parallel import map_read
+from evalcore.store import open_store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 
@@ -188,7 +189,6 @@ def test_a_big_import_reads_on_worker_processes_and_stores_the_same(tmp_path: Pa
     import sqlite3
 
     from evalcore.importing import import_file
-    from evalcore.store import Store
 
     source = tmp_path / "big.ragas.jsonl"
     source.write_bytes(_hostile(_ragas_rows(ragas_reference, 3000)))
@@ -196,7 +196,7 @@ def test_a_big_import_reads_on_worker_processes_and_stores_the_same(tmp_path: Pa
     stored, reports = {}, {}
     for workers in (1, 2):
         db = tmp_path / f"w{workers}.db"
-        with Store(db) as store:
+        with open_store(db) as store:
             report = import_file(store, source, "d", workers=workers)
         reports[workers] = (
             report.format,

@@ -13,7 +13,7 @@ from formats_util import write_jsonl
 
 from evalcore.importing import import_file
 from evalcore.schema import Session, TurnTruth
-from evalcore.store import SESSION_FIELDS, TURN_FIELDS, Store
+from evalcore.store import SESSION_FIELDS, TURN_FIELDS, Store, open_store
 from evalcore.views.review import (
     RUBRIC_SCALE_NAMES,
     SESSION_EDITORS,
@@ -388,8 +388,8 @@ def test_calls_from_the_conversation() -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as s:
         yield s
 
 
@@ -409,8 +409,8 @@ RAGAS_ROW = {
 
 def test_a_ragas_session_round_trips_through_the_store(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [RAGAS_ROW]), "d")
-    (pk,) = store.pks("d")
-    stored = store.get(pk)
+    (pk,) = store.sessions.pks("d")
+    stored = store.sessions.get(pk)
     assert session_changes(stored.session, form_values(stored.session)).changes == {}
     form = form_values(stored.session) | {
         "reference": "Order 7 shipped yesterday; order 8 is packing.",
@@ -423,8 +423,8 @@ def test_a_ragas_session_round_trips_through_the_store(store: Store, tmp_path: P
     }
     result = session_changes(stored.session, form)
     assert result.ok
-    version = store.save(pk, result.changes, base_version=stored.version, author="t")
-    after = store.get(pk)
+    version = store.sessions.save(pk, result.changes, base_version=stored.version, author="t")
+    after = store.sessions.get(pk)
     assert after.version == version == stored.version + 1
     session = after.session
     assert session.reference == "Order 7 shipped yesterday; order 8 is packing."
@@ -443,13 +443,13 @@ def test_a_ragas_session_round_trips_through_the_store(store: Store, tmp_path: P
     assert session_changes(session, form_values(session)).changes == {}
     assert session_changes(session, form).changes == {}
     # Every changed field is one entry of the history.
-    assert sorted(e.field for e in store.history(pk)) == sorted(result.changes)
+    assert sorted(e.field for e in store.sessions.history(pk)) == sorted(result.changes)
 
 
 def test_turn_changes_round_trip_through_the_store(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [RAGAS_ROW]), "d")
-    (pk,) = store.pks("d")
-    stored = store.get(pk)
+    (pk,) = store.sessions.pks("d")
+    stored = store.sessions.get(pk)
     turns = stored.session.turns()
     form = turn_form_values(turns[1].truth) | {
         "qa_id": "q2",
@@ -459,8 +459,8 @@ def test_turn_changes_round_trip_through_the_store(store: Store, tmp_path: Path)
     }
     result = turn_changes(turns[1].truth, form)
     assert result.ok
-    version = store.save(pk, result.changes, base_version=stored.version, author="t", turn=1)
-    truth = store.get(pk).session.turn_truth[1]
+    version = store.sessions.save(pk, result.changes, base_version=stored.version, author="t", turn=1)
+    truth = store.sessions.get(pk).session.turn_truth[1]
     assert (truth.qa_id, truth.ground_truth, truth.weight, truth.expected_tool_usage) == (
         "q2",
         "Still packing.",
@@ -470,8 +470,8 @@ def test_turn_changes_round_trip_through_the_store(store: Store, tmp_path: Path)
     assert turn_changes(truth, turn_form_values(truth)).changes == {}
     # Clearing every field of the last turn: the store trims the empty entry.
     cleared = turn_changes(truth, {"qa_id": "", "ground_truth": "", "weight": None, "expected_tool_usage": ""})
-    store.save(pk, cleared.changes, base_version=version, author="t", turn=1)
-    assert store.get(pk).session.turn_truth == []
+    store.sessions.save(pk, cleared.changes, base_version=version, author="t", turn=1)
+    assert store.sessions.get(pk).session.turn_truth == []
 
 
 def test_an_evalcore_session_with_every_field_round_trips(store: Store, tmp_path: Path) -> None:
@@ -479,25 +479,25 @@ def test_an_evalcore_session_with_every_field_round_trips(store: Store, tmp_path
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"schema_version": 1, "session_id": "s1", **data}) + "\n", encoding="utf-8")
     import_file(store, path, "d")
-    stored = store.get(store.find("d", "s1"))
+    stored = store.sessions.get(store.sessions.find("d", "s1"))
     form = form_values(stored.session)
     assert session_changes(stored.session, form).changes == {}
     # Reorder the reference calls: both keep their ids and metadata.
     form["reference_tool_calls"] = list(reversed(form["reference_tool_calls"]))
     result = session_changes(stored.session, form)
-    store.save(stored.pk, result.changes, base_version=stored.version, author="t")
-    calls = store.get(stored.pk).session.reference_tool_calls or []
+    store.sessions.save(stored.pk, result.changes, base_version=stored.version, author="t")
+    calls = store.sessions.get(stored.pk).session.reference_tool_calls or []
     assert [(c.name, c.id, c.metadata) for c in calls] == [("notify", None, {}), ("get_order", "r1", {"step": 1})]
 
 
 def test_the_store_refuses_what_the_form_flags(store: Store, tmp_path: Path) -> None:
     row = dict(RAGAS_ROW, reference="It shipped.")
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [row]), "d")
-    (pk,) = store.pks("d")
-    stored = store.get(pk)
+    (pk,) = store.sessions.pks("d")
+    stored = store.sessions.get(pk)
     result = session_changes(stored.session, {"expected_facts": "shipped"})
     assert not result.ok
     from evalcore.errors import UsageError
 
     with pytest.raises(UsageError, match="expected_facts and reference"):
-        store.save(pk, result.changes, base_version=stored.version, author="t")
+        store.sessions.save(pk, result.changes, base_version=stored.version, author="t")

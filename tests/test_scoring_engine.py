@@ -18,6 +18,7 @@ from typing import ClassVar
 
 import pytest
 from apptest_util import SAMPLE_DATA
+from dbutil import own_connection, query
 from openai_server import FakeOpenAI
 
 from evalcore.errors import NotFoundError, UnknownNameError, UsageError, WorkerError
@@ -27,9 +28,9 @@ from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.calls import CallLike, SessionCalls
 from evalcore.runspec import RUN_STATUSES, MetricSpec, run_specs
 from evalcore.scoring import FLUSH_SECONDS, PARALLEL_MIN, RunProgress, run_progress, score_dataset, session_calls
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.queries import SessionFilter
-from evalcore.store.runs import Run, Runs
+from evalcore.store.runs import Run
 
 DATASET = "ref"
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
@@ -38,7 +39,7 @@ EVALCORE = str(Path(sys.executable).parent / "evalcore")
 @pytest.fixture
 def store(tmp_path: Path, ragas_reference: Path) -> Iterator[Store]:
     """A real store holding the 300 ragas reference sessions."""
-    with Store(tmp_path / "evalcore.db") as opened:
+    with open_store(tmp_path / "evalcore.db") as opened:
         report = import_file(opened, ragas_reference / "ragas_samples.jsonl", DATASET)
         assert report.new == 300 and report.failed == 0
         yield opened
@@ -67,7 +68,7 @@ def test_a_run_reads_back_its_specs_filters_and_status_typed(store: Store) -> No
     specs = [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}), "turn_count"]
     chosen = SessionFilter(status=["todo"], search="flight*")
     report = score_dataset(store, DATASET, specs, filters=chosen)
-    again = Runs(store).get(report.run.id)  # read back from the table, not the object the run returned
+    again = store.runs.get(report.run.id)  # read back from the table, not the object the run returned
     assert run_specs(again) == [MetricSpec("tool_call_f1"), MetricSpec("string_similarity", {"measure": "jaro"}),
                            MetricSpec("turn_count")]  # fmt: skip
     assert [s.key for s in run_specs(again)] == again.metrics
@@ -84,16 +85,16 @@ def test_a_run_reads_back_its_specs_filters_and_status_typed(store: Store) -> No
 def test_a_run_stored_with_filters_among_its_params_still_reads_and_resumes(store: Store) -> None:
     """Databases written before filters had a column kept them in ``params["__filters__"]``."""
     chosen = SessionFilter(search="flight*")
-    dataset_id = store.dataset_id(DATASET)
+    dataset_id = store.datasets.id_of(DATASET)
     params = {"tool_call_f1": {"name": "tool_call_f1"}, "__filters__": chosen.as_dict()}
-    with store.write() as conn:
+    with store._engine.write() as conn:
         cursor = conn.execute(
             "INSERT INTO runs (dataset_id, metrics, params, status, started_at, n_items) "
             "VALUES (?, ?, ?, 'running', '2026-01-01T00:00:00Z', 0)",
             [dataset_id, json.dumps(["tool_call_f1"]), json.dumps(params)],
         )
         old_id = int(cursor.lastrowid or 0)
-    old = Runs(store).get(old_id)
+    old = store.runs.get(old_id)
     assert old.filters == chosen and old.params == {"tool_call_f1": {"name": "tool_call_f1"}}
     assert run_specs(old) == [MetricSpec("tool_call_f1")] and old.status == "running"
     report = score_dataset(store, DATASET, ["tool_call_f1"], filters=chosen)
@@ -120,7 +121,7 @@ def test_should_stop_cancels_and_the_same_run_resumes(store: Store) -> None:
     assert [r.id for r in started] == [first.run.id] and started[0].status == "running"
     # What was scored before the stop is saved, counted and summarised.
     assert first.run.n_done + first.run.n_failed + first.run.n_not_applicable == 120 * 2
-    assert Runs(store).done_sessions(first.run.id, first.run.metrics) == set(store.pks(DATASET)[:120])
+    assert store.runs.done_sessions(first.run.id, first.run.metrics) == set(store.sessions.pks(DATASET)[:120])
     assert sum(s.count + s.failed + s.not_applicable for s in first.summaries) == 240
     progress = run_progress(store, first.run.id)
     assert isinstance(progress, RunProgress)
@@ -146,7 +147,7 @@ def test_a_failed_run_says_why_and_resumes(store: Store) -> None:
 
     with pytest.raises(RuntimeError):
         score_dataset(store, DATASET, ["turn_count"], should_stop=broken)
-    (run,) = Runs(store).recent(DATASET)
+    (run,) = store.runs.recent(DATASET)
     assert run.status == "failed" and run.error is not None and "stop check broke" in run.error
     assert run_progress(store, run.id).status == "failed"
     report = score_dataset(store, DATASET, ["turn_count"])
@@ -157,7 +158,7 @@ def test_live_counts_move_in_the_store_while_a_judged_run_goes(tmp_path: Path, r
     """A slow judge, one call at a time: another connection (as the app's page has) sees the run's
     counts grow between its start and its end, then a stop request cancels it with its scores kept."""
     db = tmp_path / "live.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         report = import_file(store, ragas_reference / "ragas_samples.jsonl", DATASET)
         assert report.new == 300
     stop = threading.Event()
@@ -165,7 +166,7 @@ def test_live_counts_move_in_the_store_while_a_judged_run_goes(tmp_path: Path, r
     run_ids: list[int] = []
 
     def watch() -> None:
-        with Store(db) as reader:  # a connection of its own, on another thread
+        with open_store(db) as reader:  # a connection of its own, on another thread
             while not run_ids:
                 time.sleep(0.02)
             while True:
@@ -179,7 +180,7 @@ def test_live_counts_move_in_the_store_while_a_judged_run_goes(tmp_path: Path, r
 
     watcher = threading.Thread(target=watch)
     watcher.start()
-    with FakeOpenAI(latency=0.25) as server, Store(db) as store:
+    with FakeOpenAI(latency=0.25) as server, open_store(db) as store:
         config = JudgeConfig(model="m", base_url=server.url, api_key="k", concurrency=1)
         result = score_dataset(
             store,
@@ -205,7 +206,7 @@ def test_the_deterministic_path_saves_counts_every_two_seconds(store: Store) -> 
     results trigger a save, and a second connection sees the counts of the first 100 sessions before the end."""
     seen: list[int] = []
     run_ids: list[int] = []
-    with Store(store.path) as other:
+    with open_store(store.url) as other:
 
         def peek() -> bool:
             seen.append(run_progress(other, run_ids[0]).items_done)
@@ -236,17 +237,17 @@ def test_the_scorer_reads_sessions_exactly_as_the_store_gives_them(tmp_path: Pat
         '"metadata": {"x": NaN, "y": Infinity}}',
     ]
     odd.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with Store(tmp_path / "all.db") as store:
+    with open_store(tmp_path / "all.db") as store:
         for path in [*sorted(SAMPLE_DATA.iterdir()), odd]:
             if path.suffix in (".json", ".jsonl"):
                 import_file(store, path, "all")
-        pks = store.pks("all")
+        pks = store.sessions.pks("all")
         assert len(pks) > 40
-        first = store.get(pks[3])
-        store.save(pks[3], {"reference": "edited by a reviewer"}, base_version=first.version, author="ann")
-        store.set_status(pks[5], "approved", base_version=store.get(pks[5]).version, author="ann")
-        lean = Runs(store).sessions(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
-        full = store.get_many(list(reversed(pks)))
+        first = store.sessions.get(pks[3])
+        store.sessions.save(pks[3], {"reference": "edited by a reviewer"}, base_version=first.version, author="ann")
+        store.sessions.set_status(pks[5], "approved", base_version=store.sessions.get(pks[5]).version, author="ann")
+        lean = store.runs.sessions(list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
+        full = store.sessions.get_many(list(reversed(pks)))
     assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
     for (_, mine), theirs in zip(lean, full, strict=True):
         if mine.metadata.get("x") is not None:  # NaN is not equal to itself: compare the rest
@@ -301,16 +302,16 @@ def test_metrics_that_read_calls_score_the_stored_json_as_they_score_the_session
     odd.write_text("\n".join(text) + "\n", encoding="utf-8")
     reading = [create_metric(name) for name in ("tool_call_accuracy", "tool_call_accuracy_flexible", "tool_call_f1")]
     assert all(m.reads_calls for m in reading)
-    with Store(tmp_path / "calls.db") as store:
+    with open_store(tmp_path / "calls.db") as store:
         for path in [*sorted(SAMPLE_DATA.iterdir()), odd]:
             if path.suffix in (".json", ".jsonl"):
                 import_file(store, path, "all")
-        pks = store.pks("all")
-        edited = next(s for s in store.get_many(pks) if s.session.reference_tool_calls)
-        store.save(edited.pk, {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
+        pks = store.sessions.pks("all")
+        edited = next(s for s in store.sessions.get_many(pks) if s.session.reference_tool_calls)
+        store.sessions.save(edited.pk, {"reference_tool_calls": [{"name": "edited", "args": {"by": "ann"}}]},
                    base_version=edited.version, author="ann")  # fmt: skip
-        lean = session_calls(Runs(store), list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
-        full = store.get_many(list(reversed(pks)))
+        lean = session_calls(store.runs, list(reversed(pks)) + [10**9])  # in the order asked; a missing pk left out
+        full = store.sessions.get_many(list(reversed(pks)))
     assert [pk for pk, _ in lean] == [s.pk for s in full] == list(reversed(pks))
 
     def named(calls: Sequence[CallLike] | None) -> str | None:  # as text: NaN is not equal to itself
@@ -348,12 +349,12 @@ def test_worker_processes_score_exactly_as_one_process_does(tmp_path: Path, raga
     sessions = 2 * PARALLEL_MIN  # six batches: more than the four in flight at a time
     src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
     specs = ["tool_call_accuracy", "tool_call_f1", "string_similarity:measure=jaro"]
-    with Store(tmp_path / "many.db") as store:
+    with open_store(tmp_path / "many.db") as store:
         assert import_file(store, src, "many").new == sessions
         seen: list[tuple[int, int]] = []
         one = score_dataset(store, "many", specs, workers=1)
         two = score_dataset(store, "many", specs, workers=2, resume=False, on_progress=lambda d, t: seen.append((d, t)))
-        runs = Runs(store)
+        runs = store.runs
 
         def rows(run_id: int) -> list[tuple[object, ...]]:
             return [(r.session_pk, r.metric, r.turn, r.status, r.value, r.reason, r.error, r.sub, r.warnings)
@@ -397,7 +398,7 @@ def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_
     sessions = PARALLEL_MIN + 100
     src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
     db = tmp_path / "cli.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         assert import_file(store, src, "many").new == sessions
     outputs = []
     for workers in ("1", "2"):
@@ -412,8 +413,8 @@ def test_the_command_scores_on_worker_processes_as_on_one(tmp_path: Path, ragas_
         outputs.append((proc.stdout, out.read_text(encoding="utf-8")))
     assert outputs[0] == outputs[1]
     assert len(outputs[0][1].splitlines()) == sessions * 2
-    with Store(db) as store:
-        assert [r.status for r in Runs(store).recent("many")] == ["done", "done"]
+    with open_store(db) as store:
+        assert [r.status for r in store.runs.recent("many")] == ["done", "done"]
 
 
 class _DiesInAWorker(Metric):
@@ -432,11 +433,11 @@ class _DiesInAWorker(Metric):
 def test_a_worker_that_dies_fails_the_run_with_a_clear_error(tmp_path: Path, ragas_reference: Path) -> None:
     sessions = PARALLEL_MIN + 100
     src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
-    with Store(tmp_path / "dies.db") as store:
+    with open_store(tmp_path / "dies.db") as store:
         assert import_file(store, src, "many").new == sessions
         with pytest.raises(WorkerError, match="a worker process stopped without finishing its work"):
             score_dataset(store, "many", [_DiesInAWorker(parent=os.getpid())], workers=2, resume=False)
-        (run,) = Runs(store).recent("many")
+        (run,) = store.runs.recent("many")
         assert run.status == "failed" and run.error is not None and run.error.startswith("WorkerError: a worker")
         assert score_dataset(store, "many", [_DiesInAWorker(parent=os.getpid())], workers=1).run.status == "done"
 
@@ -449,11 +450,10 @@ class _DeletesItsDataset(Metric):
     path: str = ""
 
     def score_session(self, session: object) -> MetricResult:
-        from evalcore.store.datasets import delete_dataset
 
-        with Store(self.path) as other:
-            if "many" in other.dataset_names():
-                delete_dataset(other, "many", confirm="many")
+        with open_store(self.path) as other:
+            if "many" in other.datasets.names():
+                other.datasets.delete("many", confirm="many")
         return self.result(1.0)
 
 
@@ -463,9 +463,9 @@ def test_workers_write_no_score_of_a_dataset_deleted_while_they_score(tmp_path: 
     sessions = PARALLEL_MIN + 100
     src = distinct_ragas_file(tmp_path / "many.jsonl", ragas_reference / "ragas_samples.jsonl", sessions)
     db = tmp_path / "deleted.db"
-    with Store(db) as store:
+    with open_store(db) as store:
         assert import_file(store, src, "many").new == sessions
         with pytest.raises(NotFoundError, match=r"run #1 or sessions it scored were deleted while it ran"):
             score_dataset(store, "many", [_DeletesItsDataset(path=str(db))], workers=2)
-        assert store.db.execute("SELECT count(*) FROM scores").fetchone() == (0,)
-        assert store.db.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert query(store, "SELECT count(*) FROM scores") == [(0,)]
+        assert own_connection(store).execute("PRAGMA foreign_key_check").fetchall() == []

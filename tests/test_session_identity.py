@@ -16,9 +16,8 @@ from sqlite_utils import Database
 
 from evalcore import validate_file
 from evalcore.importing import import_file
-from evalcore.store import Store
+from evalcore.store import open_store
 from evalcore.store.migrations import migration_set
-from evalcore.store.queries import browse
 
 TAU = Path(__file__).parent / "data" / "tau_bench" / "gpt-4o-airline-first40.json"
 # File names as τ-bench's run.py writes them: the agent's model is in the name only.
@@ -52,10 +51,10 @@ def test_a_bestof_dataset_keeps_every_assistants_session(tmp_path: Path) -> None
         _batch("s1", "claude", "q2", "B2"),
     ]
     write_jsonl(tmp_path / "stream.jsonl", streamed)
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         report = import_file(store, tmp_path / "bestof.json", "bestof")
         assert (report.new, report.failed) == (3, 0)
-        items = browse(store, "bestof").items
+        items = store.sessions.browse("bestof").items
         assert [(s.session_id, s.assistant_id) for s in items] == [
             ("bestof", "gpt"),
             ("bestof", "claude"),
@@ -63,7 +62,7 @@ def test_a_bestof_dataset_keeps_every_assistants_session(tmp_path: Path) -> None
         ]
         report = import_file(store, tmp_path / "stream.jsonl", "stream")
         assert (report.new, report.failed) == (2, 0)
-        sessions = [store.get(s.pk).session for s in browse(store, "stream").items]
+        sessions = [store.sessions.get(s.pk).session for s in store.sessions.browse("stream").items]
         assert [(s.assistant_id, [m.text for m in s.messages if m.role == "assistant"]) for s in sessions] == [
             ("gpt", ["A1", "A2"]),
             ("claude", ["B1", "B2"]),
@@ -78,11 +77,11 @@ def test_two_agents_tau_bench_runs_share_one_dataset(tmp_path: Path) -> None:
         record["reward"] = 1.0 - float(record["reward"])
     second = tmp_path / RUN_B
     second.write_text(json.dumps(records), encoding="utf-8")
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         a = import_file(store, first, "tau")
         b = import_file(store, second, "tau")
         assert (a.new, b.new, b.updated, b.unchanged) == (40, 40, 0, 0)
-        items = browse(store, "tau", limit=100).items
+        items = store.sessions.browse("tau", limit=100).items
         assert len(items) == 80
         by_assistant = {(s.session_id, s.assistant_id) for s in items}
         assert ("task-0-trial-0", "gpt-4o") in by_assistant
@@ -101,11 +100,13 @@ def _native(session_id: str, assistant: str, answer: str) -> dict[str, Any]:
 
 
 def test_an_import_never_replaces_another_assistants_session(tmp_path: Path) -> None:
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         import_file(store, write_jsonl(tmp_path / "a.jsonl", [_native("s1", "bot-a", "Hello.")]), "d")
         report = import_file(store, write_jsonl(tmp_path / "b.jsonl", [_native("s1", "bot-b", "Hey there.")]), "d")
         assert (report.new, report.updated, report.unchanged) == (1, 0, 0)
-        texts = {s.assistant_id: store.get(s.pk).session.messages[1].text for s in browse(store, "d").items}
+        texts = {
+            s.assistant_id: store.sessions.get(s.pk).session.messages[1].text for s in store.sessions.browse("d").items
+        }
         assert texts == {"bot-a": "Hello.", "bot-b": "Hey there."}
         # The same assistant's session with new content is that session, updated (and said so).
         report = import_file(store, write_jsonl(tmp_path / "c.jsonl", [_native("s1", "bot-a", "Hi!")]), "d")
@@ -123,7 +124,7 @@ def test_validate_warns_where_an_import_keeps_only_the_first(tmp_path: Path) -> 
         f"{path}:3: warning: session 's1' (assistant 'bot-a') appears again (first on line 1): "
         "an import keeps the first, not this one"
     ]
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         imported = import_file(store, path, "d")
         assert (imported.new, imported.failed) == (2, 1)
         assert str(imported.problems[0]).endswith(
@@ -136,7 +137,7 @@ def test_migration_0005_gives_stored_keys_their_assistant(tmp_path: Path) -> Non
     again finds every session unchanged (none is taken for new)."""
     source = write_jsonl(tmp_path / "f.jsonl", [_native("s1", "bot-a", "one"), _native("s2", "", "two")])
     path = tmp_path / "old.db"
-    with Store(path) as store:
+    with open_store(path) as store:
         import_file(store, source, "d")
     conn = sqlite3.connect(path)  # as version 4 wrote them
     conn.execute("UPDATE sessions SET key = 'id:' || session_id")
@@ -144,7 +145,7 @@ def test_migration_0005_gives_stored_keys_their_assistant(tmp_path: Path) -> Non
     conn.commit()
     conn.close()
     assert "0005_assistant_identity" not in {m.name for m in migration_set().applied(Database(path))}
-    with Store(path) as store:
+    with open_store(path) as store:
         keys = sorted(r[0] for r in sqlite3.connect(path).execute("SELECT key FROM sessions"))
         assert keys == ["id:s2", 'ida:["s1","bot-a"]']  # ("" names no assistant: Gaussia writes it for none)
         again = import_file(store, source, "d")
@@ -161,7 +162,7 @@ def test_sessions_made_here_are_stored_as_an_import_would(tmp_path: Path) -> Non
         del record["schema_version"]  # (a file's, not the model's)
         return Session.model_validate(record)
 
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         first = store_sessions(store, [session("t-1", "gpt", "Vienna"), session("t-1", "claude", "Wien")], "d", "task")
         assert (first.new, first.updated, first.failed) == (2, 0, 0)
         again = store_sessions(store, [session("t-1", "gpt", "Vienna"), session("t-1", "claude", "Vienna")], "d", "t")
@@ -169,7 +170,7 @@ def test_sessions_made_here_are_stored_as_an_import_would(tmp_path: Path) -> Non
         bad = Session.model_validate({"session_id": "t-2", "messages": [{"role": "tool", "content": "orphan"}]})
         report = store_sessions(store, [bad], "d", "task")
         assert report.failed == 1 and "t-2: messages[0]" in report.problems[0].message
-        assert len(browse(store, "d").items) == 2
+        assert len(store.sessions.browse("d").items) == 2
 
 
 def test_each_assistants_session_has_a_link_of_its_own(tmp_path: Path) -> None:
@@ -180,11 +181,11 @@ def test_each_assistants_session_has_a_link_of_its_own(tmp_path: Path) -> None:
     path = write_jsonl(
         tmp_path / "f.jsonl", [_native("t-1", "m1", "A"), _native("t-1", "m2", "B"), _native("u", "", "C")]
     )
-    with Store(tmp_path / "e.db") as store:
+    with open_store(tmp_path / "e.db") as store:
         import_file(store, path, "d")
-        items = browse(store, "d").items
+        items = store.sessions.browse("d").items
         assert [s.link for s in items] == ['ida:["t-1","m1"]', 'ida:["t-1","m2"]', "u"]
         assert [s.ref for s in items] == ["t-1", "t-1", "u"]  # as exported: the session_id
-        assert [store.find_ref("d", s.link) for s in items] == [s.pk for s in items]
-        assert [store.get(s.pk).link for s in items] == [s.link for s in items]
+        assert [store.sessions.find_ref("d", s.link) for s in items] == [s.pk for s in items]
+        assert [store.sessions.get(s.pk).link for s in items] == [s.link for s in items]
         assert [session_label(s.link) for s in items] == ["t-1 · m1", "t-1 · m2", "u"]

@@ -12,8 +12,7 @@ from typing import Any
 
 from solver_server import JUDGE, Reply, ScriptedOpenAI, clarify
 
-from evalcore.store import Store
-from evalcore.store.queries import browse
+from evalcore.store import open_store
 from evalcore.views.review.transcript import run_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,8 +33,11 @@ def solve(
 
 
 def _sessions(db: Path) -> dict[tuple[str | None, str | None], Any]:
-    with Store(db) as store:
-        return {(s.session_id, s.assistant_id): store.get(s.pk).session for s in browse(store, "capitals").items}
+    with open_store(db) as store:
+        return {
+            (s.session_id, s.assistant_id): store.sessions.get(s.pk).session
+            for s in store.sessions.browse("capitals").items
+        }
 
 
 def test_the_clarification_task_into_a_dataset_then_skipped_then_a_second_model(tmp_path: Path) -> None:
@@ -129,7 +131,7 @@ def test_two_models_runs_of_a_task_scored_and_compared_by_assistant(tmp_path: Pa
     with ScriptedOpenAI(worse) as server:
         assert solve(db, server.url, "eval-model").returncode == 0
         assert solve(db, server.url, "weak-model").returncode == 0
-    with Store(db) as store:
+    with open_store(db) as store:
         report = score_dataset(store, "capitals", ["exact_match"], workers=1)
         groups = {g.assistant: g.summary for g in by_assistant(store, report.run.id, "exact_match")}
     assert set(groups) == {"eval-model", "weak-model"}

@@ -527,11 +527,11 @@ def test_templates_unit_render_and_errors() -> None:
     [
         (
             "{{ 'a' * 10**10 }}",
-            "w: the template asks for too large a value (a value of 10,000,000,000 items; at most 1,000,000)",
+            "w: the template asks for too large a value (a text of 10,000,000,000 characters; at most 1,000,000)",
         ),
         (
             "{{ [0] * 2000000 }}",
-            "w: the template asks for too large a value (a value of 2,000,000 items; at most 1,000,000)",
+            "w: the template asks for too large a value (a value of 10,000,000 characters; at most 1,000,000)",
         ),
         (
             "{{ 7 ** 100000 }}",
@@ -557,9 +557,7 @@ def test_a_template_cannot_exhaust_memory_or_time(content: str, error: str) -> N
 
 def test_a_template_that_renders_for_too_long_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(templates_module, "MAX_SECONDS", 0.01)
-    with pytest.raises(
-        TemplateError, match=r"^w: the template asks for too large a value \(more than 0.01 s of rendering\)$"
-    ):
+    with pytest.raises(TemplateError, match=r"^w: the template ran for more than 0.01 s$"):
         Templates().render("{% for i in range(100000) %}{{ i }}{% endfor %}", "w", sample={}, messages=[])
 
 
@@ -1120,7 +1118,7 @@ BAD_TASKS = {
     ),
     "an alias inside its own anchor": (
         "a: &a [*a]\ndefinition: {solver: {type: multi_turn_solver, message_builders: *a}}\n",
-        ["the file holds more than 100,000 values once its aliases (*name) are expanded"],
+        ["line 1: the alias *a is inside its own anchor"],
     ),
     "a billion laughs": (
         "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n"
@@ -1284,7 +1282,7 @@ def test_errors_are_evalcore_errors() -> None:
 def test_loops_that_write_nothing_and_huge_sums_are_bounded_too() -> None:
 
     started = time.monotonic()
-    with pytest.raises(TemplateError, match="more than 5 s of rendering"):
+    with pytest.raises(TemplateError, match="the template ran for more than 5 s"):
         Templates().render(
             "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "w", sample={},
             messages=[],

@@ -13,8 +13,9 @@ from evalcore.errors import ConflictError, NotFoundError, SchemaVersionError, Us
 from evalcore.exporting import export_dataset, manifest_path
 from evalcore.importing import import_file
 from evalcore.schema import validate_session
-from evalcore.store import SCHEMA_VERSION, Store
-from evalcore.store.queries import SessionFilter, browse, fts_query
+from evalcore.store import SCHEMA_VERSION, Store, open_store
+from evalcore.store.queries import SessionFilter
+from evalcore.store.search import fts5_query, terms
 
 ROW = {
     "user_input": [
@@ -30,8 +31,8 @@ ROW = {
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Store:
+    with open_store(store_url) as s:
         yield s
 
 
@@ -54,8 +55,8 @@ def _gaussia(session_id: str, answer: str = "Sure.") -> dict[str, object]:
 
 def test_migrations_are_applied_once_and_wal_is_on(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    Store(path).close()
-    Store(path).close()
+    open_store(path).close()
+    open_store(path).close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == SCHEMA_VERSION
@@ -64,14 +65,14 @@ def test_migrations_are_applied_once_and_wal_is_on(tmp_path: Path) -> None:
 
 def test_a_newer_database_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    Store(path).close()
+    open_store(path).close()
     conn = sqlite3.connect(path)
     conn.execute(
         "INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('evalcore', '9999_x', 'now')"
     )
     conn.commit()
     with pytest.raises(SchemaVersionError, match="newer evalcore"):
-        Store(path)
+        open_store(path)
 
 
 def test_ragas_import_then_export_gives_back_the_file(store: Store, ragas_reference: Path, tmp_path: Path) -> None:
@@ -92,34 +93,38 @@ def test_reimport_is_idempotent(store: Store, ragas_reference: Path) -> None:
     import_file(store, source, "ref")
     again = import_file(store, source, "ref")
     assert (again.new, again.updated, again.unchanged) == (0, 0, 300)
-    assert store.dataset("ref").sessions == 300
+    assert store.datasets.get("ref").sessions == 300
 
 
 def test_ground_truth_survives_a_changed_reimport(store: Store, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "s.jsonl", [_gaussia("s-1"), _gaussia("s-2")])
     import_file(store, source, "d")
-    pk = store.find("d", "s-1")
-    version = store.get(pk).version
-    version = store.save(pk, {"reference": "Hello! How can I help?"}, base_version=version, author="ana")
-    version = store.save(pk, {"observation": "too terse", "weight": 0.7}, base_version=version, author="ana", turn=0)
+    pk = store.sessions.find("d", "s-1")
+    version = store.sessions.get(pk).version
+    version = store.sessions.save(pk, {"reference": "Hello! How can I help?"}, base_version=version, author="ana")
+    version = store.sessions.save(
+        pk, {"observation": "too terse", "weight": 0.7}, base_version=version, author="ana", turn=0
+    )
     write_jsonl(source, [_gaussia("s-1", answer="Hi there, happy to help."), _gaussia("s-2")])
     report = import_file(store, source, "d")
     assert (report.new, report.updated, report.unchanged) == (0, 1, 1)
-    stored = store.get(pk)
+    stored = store.sessions.get(pk)
     assert stored.version == version + 1
     assert stored.session.turns()[0].answer == "Hi there, happy to help."
     assert stored.session.reference == "Hello! How can I help?"
     assert stored.session.turn_truth[0].observation == "too terse" and stored.session.turn_truth[0].weight == 0.7
-    assert [e.field for e in store.history(pk)][-1] == "conversation"
+    assert [e.field for e in store.sessions.history(pk)][-1] == "conversation"
 
 
 def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
-    v = store.save(pk, {"reference": "first"}, base_version=1, author="ana")
-    v = store.save(pk, {"reference": "second", "status": "approved"}, base_version=v, author="ben", reason="clearer")
-    v = store.save(pk, {"reference": "third"}, base_version=v, author="cy")
-    history = store.history(pk)
+    (pk,) = store.sessions.pks("d")
+    v = store.sessions.save(pk, {"reference": "first"}, base_version=1, author="ana")
+    v = store.sessions.save(
+        pk, {"reference": "second", "status": "approved"}, base_version=v, author="ben", reason="clearer"
+    )
+    v = store.sessions.save(pk, {"reference": "third"}, base_version=v, author="cy")
+    history = store.sessions.history(pk)
     assert [(e.author, e.field, e.old, e.new) for e in history] == [
         ("ana", "reference", None, "first"),
         ("ben", "reference", "first", "second"),
@@ -127,50 +132,51 @@ def test_history_restores_an_earlier_value(store: Store, tmp_path: Path) -> None
         ("cy", "reference", "second", "third"),
     ]
     assert history[1].reason == "clearer" and history[1].version == 3
-    assert store.state_at(pk, history[0].id).reference == "first"
-    v = store.restore(pk, history[0].id, base_version=v, author="dee")
-    restored = store.get(pk)
+    assert store.sessions.state_at(pk, history[0].id).reference == "first"
+    v = store.sessions.restore(pk, history[0].id, base_version=v, author="dee")
+    restored = store.sessions.get(pk)
     assert restored.session.reference == "first" and restored.session.status == "todo"
     assert (
-        restored.version == v and store.history(pk)[-1].reason == f"restored to the state after edit #{history[0].id}"
+        restored.version == v
+        and store.sessions.history(pk)[-1].reason == f"restored to the state after edit #{history[0].id}"
     )
 
 
 def test_a_stale_save_is_refused_and_names_who_changed_what(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
-    store.save(pk, {"reference": "mine"}, base_version=1, author="ana")
-    store.save(pk, {"observation": "x"}, base_version=2, author="ana", turn=1)
+    (pk,) = store.sessions.pks("d")
+    store.sessions.save(pk, {"reference": "mine"}, base_version=1, author="ana")
+    store.sessions.save(pk, {"observation": "x"}, base_version=2, author="ana", turn=1)
     with pytest.raises(ConflictError) as caught:
-        store.save(pk, {"reference": "theirs"}, base_version=1, author="ben")
+        store.sessions.save(pk, {"reference": "theirs"}, base_version=1, author="ben")
     message = str(caught.value)
     assert "ana" in message and "reference" in message and "turns[1].observation" in message
     assert caught.value.current_version == 3
-    assert store.get(pk).session.reference == "mine"
+    assert store.sessions.get(pk).session.reference == "mine"
 
 
 def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
+    (pk,) = store.sessions.pks("d")
     with pytest.raises(UsageError, match=r"turns\[0\].weight: Input should be greater than or equal to 0"):
-        store.save(pk, {"weight": -1}, base_version=1, author="ana", turn=0)
+        store.sessions.save(pk, {"weight": -1}, base_version=1, author="ana", turn=0)
     with pytest.raises(UsageError, match="turn 5 does not exist"):
-        store.save(pk, {"observation": "x"}, base_version=1, author="ana", turn=5)
+        store.sessions.save(pk, {"observation": "x"}, base_version=1, author="ana", turn=5)
     with pytest.raises(UsageError, match="cannot edit messages"):
-        store.save(pk, {"messages": []}, base_version=1, author="ana")
-    store.save(pk, {"reference": "r"}, base_version=1, author="ana")
+        store.sessions.save(pk, {"messages": []}, base_version=1, author="ana")
+    store.sessions.save(pk, {"reference": "r"}, base_version=1, author="ana")
     with pytest.raises(UsageError, match="expected_facts and reference"):
-        store.save(pk, {"expected_facts": ["a"]}, base_version=2, author="ana")
+        store.sessions.save(pk, {"expected_facts": ["a"]}, base_version=2, author="ana")
     with pytest.raises(UsageError, match="status"):
-        store.set_status(pk, "done", base_version=2, author="ana")
-    assert store.get(pk).version == 2 and len(store.history(pk)) == 1
+        store.sessions.set_status(pk, "done", base_version=2, author="ana")
+    assert store.sessions.get(pk).version == 2 and len(store.sessions.history(pk)) == 1
 
 
 def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
-    v = store.save(pk, {"reference": "Order 7 shipped; 8 is packing."}, base_version=1, author="ana")
-    v = store.save(pk, {"ground_truth": "It shipped.", "weight": 0.25}, base_version=v, author="ana", turn=0)
+    (pk,) = store.sessions.pks("d")
+    v = store.sessions.save(pk, {"reference": "Order 7 shipped; 8 is packing."}, base_version=1, author="ana")
+    v = store.sessions.save(pk, {"ground_truth": "It shipped.", "weight": 0.25}, base_version=v, author="ana", turn=0)
     export_dataset(store, "d", tmp_path / "r.jsonl", "ragas")
     assert load_output(tmp_path / "r.jsonl")[0]["reference"] == "Order 7 shipped; 8 is packing."
     export_dataset(store, "d", tmp_path / "g.jsonl", "gaussia")
@@ -194,43 +200,42 @@ def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp
     lines = [str(p) for p in report.problems]
     assert lines[0].startswith(f"{source}:2: not valid JSON")
     assert lines[1] == f"{source}:4: session 'a' (assistant 'bot-a') appears again (first on line 1); skipped"
-    conn = sqlite3.connect(store.path)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert store.datasets.get("d").sessions == 2
 
 
 def test_browse_filters_sorts_searches_and_paginates(store: Store, tmp_path: Path) -> None:
     rows = [_gaussia(f"s-{i:03d}") for i in range(120)]
     rows[7]["conversation"][0]["query"] = "my parcel to Zürich is late"  # type: ignore[index]
     import_file(store, write_jsonl(tmp_path / "s.jsonl", rows), "d")
-    first = browse(store, "d", limit=50)
+    first = store.sessions.browse("d", limit=50)
     assert first.total == 120 and [s.session_id for s in first.items][:2] == ["s-000", "s-001"]
-    third = browse(store, "d", limit=50, offset=100)
+    third = store.sessions.browse("d", limit=50, offset=100)
     assert len(third.items) == 20 and third.items[-1].session_id == "s-119"
-    pk = store.find("d", "s-042")
-    store.save(pk, {"status": "flagged", "tags": ["hard", "refunds"]}, base_version=1, author="ana")
-    flagged = browse(store, "d", SessionFilter(status=["flagged"]))
+    pk = store.sessions.find("d", "s-042")
+    store.sessions.save(pk, {"status": "flagged", "tags": ["hard", "refunds"]}, base_version=1, author="ana")
+    flagged = store.sessions.browse("d", SessionFilter(status=["flagged"]))
     assert [s.session_id for s in flagged.items] == ["s-042"] and flagged.items[0].tags == ["hard", "refunds"]
-    assert browse(store, "d", SessionFilter(tags=["hard", "refunds"])).total == 1
-    assert browse(store, "d", SessionFilter(tags=["hard", "nope"])).total == 0
-    assert browse(store, "d", SessionFilter(assistant="bot-b")).total == 120
-    assert browse(store, "d", SessionFilter(assistant="bot-a")).total == 0
-    hits = browse(store, "d", SessionFilter(search="zurich"))  # diacritics folded
+    assert store.sessions.browse("d", SessionFilter(tags=["hard", "refunds"])).total == 1
+    assert store.sessions.browse("d", SessionFilter(tags=["hard", "nope"])).total == 0
+    assert store.sessions.browse("d", SessionFilter(assistant="bot-b")).total == 120
+    assert store.sessions.browse("d", SessionFilter(assistant="bot-a")).total == 0
+    hits = store.sessions.browse("d", SessionFilter(search="zurich"))  # diacritics folded
     assert [s.session_id for s in hits.items] == ["s-007"]
-    assert browse(store, "d", SessionFilter(search="parc*")).total == 1
-    assert browse(store, "d", SessionFilter(search='refunds "')).total == 120  # stray quotes are harmless
-    newest = browse(store, "d", sort="updated", descending=True, limit=1)
+    assert store.sessions.browse("d", SessionFilter(search="parc*")).total == 1
+    assert store.sessions.browse("d", SessionFilter(search='refunds "')).total == 120  # stray quotes are harmless
+    newest = store.sessions.browse("d", sort="updated", descending=True, limit=1)
     assert newest.items[0].session_id == "s-042"
-    v = store.get(pk).version
-    store.save(pk, {"reference": "ship to Zürich tomorrow"}, base_version=v, author="ana")
-    assert browse(store, "d", SessionFilter(search="tomorrow")).total == 1  # ground truth is searchable
+    v = store.sessions.get(pk).version
+    store.sessions.save(pk, {"reference": "ship to Zürich tomorrow"}, base_version=v, author="ana")
+    assert store.sessions.browse("d", SessionFilter(search="tomorrow")).total == 1  # ground truth is searchable
     with pytest.raises(UsageError):
-        browse(store, "d", sort="nope")
+        store.sessions.browse("d", sort="nope")
 
 
 def test_export_filters_and_unknown_dataset(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia("a"), _gaussia("b"), _gaussia("c")]), "d")
-    pk = store.find("d", "b")
-    store.set_status(pk, "approved", base_version=1, author="ana")
+    pk = store.sessions.find("d", "b")
+    store.sessions.set_status(pk, "approved", base_version=1, author="ana")
     report = export_dataset(store, "d", tmp_path / "o.jsonl", "gaussia", SessionFilter(status=["approved"]))
     assert report.count == 1 and [r["session_id"] for r in load_output(tmp_path / "o.jsonl")] == ["b"]
     assert json.loads(manifest_path(tmp_path / "o.jsonl").read_text())["filters"] == {"status": ["approved"]}
@@ -241,53 +246,53 @@ def test_export_filters_and_unknown_dataset(store: Store, tmp_path: Path) -> Non
 
 def test_comments(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
-    store.add_comment(pk, "Tool result looks stale", author="ana", turn=0)
-    assert [(c["author"], c["turn"], c["body"]) for c in store.comments(pk)] == [("ana", 0, "Tool result looks stale")]
+    (pk,) = store.sessions.pks("d")
+    store.labels.add_comment(pk, "Tool result looks stale", author="ana", turn=0)
+    assert [(c.author, c.turn, c.body) for c in store.labels.comments(pk)] == [("ana", 0, "Tool result looks stale")]
     with pytest.raises(UsageError):
-        store.add_comment(pk, "  ", author="ana")
+        store.labels.add_comment(pk, "  ", author="ana")
 
 
 def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_file: Path, tmp_path: Path) -> None:
     report = import_file(store, tau_bench_file, "tau")
     assert report.new == 40 and report.format == "tau-bench"
-    pk = store.find("tau", "task-0-trial-0")
-    stored = store.get(pk)
+    pk = store.sessions.find("tau", "task-0-trial-0")
+    stored = store.sessions.get(pk)
     assert stored.session.scores == {"reward": 0.0} and stored.session.reference_tool_calls
-    assert browse(store, "tau", SessionFilter(search="baggage")).total > 0
-    assert fts_query('certificate "x') == '"certificate" "x"'
+    assert store.sessions.browse("tau", SessionFilter(search="baggage")).total > 0
+    assert fts5_query(terms('certificate "x')) == '"certificate" "x"'
 
 
 def test_restore_is_one_save_and_swapped_qa_ids_are_fine(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [ROW]), "d")
-    (pk,) = store.pks("d")
-    v = store.save(pk, {"qa_id": "x"}, base_version=1, author="ana", turn=0)
-    v = store.save(pk, {"qa_id": "y"}, base_version=v, author="ana", turn=1)
-    first = store.history(pk)[-1].id
-    v = store.save(pk, {"qa_id": "tmp"}, base_version=v, author="ben", turn=0)
-    v = store.save(pk, {"qa_id": "x"}, base_version=v, author="ben", turn=1)
-    v = store.save(pk, {"qa_id": "y"}, base_version=v, author="ben", turn=0)
-    v = store.save(pk, {"reference": "r"}, base_version=v, author="ben")
-    assert [t.qa_id for t in store.get(pk).session.turn_truth] == ["y", "x"]
-    restored = store.restore(pk, first, base_version=v, author="cy")
+    (pk,) = store.sessions.pks("d")
+    v = store.sessions.save(pk, {"qa_id": "x"}, base_version=1, author="ana", turn=0)
+    v = store.sessions.save(pk, {"qa_id": "y"}, base_version=v, author="ana", turn=1)
+    first = store.sessions.history(pk)[-1].id
+    v = store.sessions.save(pk, {"qa_id": "tmp"}, base_version=v, author="ben", turn=0)
+    v = store.sessions.save(pk, {"qa_id": "x"}, base_version=v, author="ben", turn=1)
+    v = store.sessions.save(pk, {"qa_id": "y"}, base_version=v, author="ben", turn=0)
+    v = store.sessions.save(pk, {"reference": "r"}, base_version=v, author="ben")
+    assert [t.qa_id for t in store.sessions.get(pk).session.turn_truth] == ["y", "x"]
+    restored = store.sessions.restore(pk, first, base_version=v, author="cy")
     assert restored == v + 1  # every field back in one version
-    stored = store.get(pk)
+    stored = store.sessions.get(pk)
     assert [t.qa_id for t in stored.session.turn_truth] == ["x", "y"] and stored.session.reference is None
 
 
 def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "s.jsonl", [_gaussia("s-1")])
     import_file(store, source, "d")
-    pk = store.find("d", "s-1")
-    v = store.save(pk, {"ground_truth": "about refunds"}, base_version=1, author="ana", turn=1)
+    pk = store.sessions.find("d", "s-1")
+    v = store.sessions.save(pk, {"ground_truth": "about refunds"}, base_version=1, author="ana", turn=1)
     shorter = _gaussia("s-1")
     shorter["conversation"] = shorter["conversation"][:1]  # type: ignore[index]
     write_jsonl(source, [shorter])
     assert import_file(store, source, "d").updated == 1
-    v = store.get(pk).version
-    v = store.set_status(pk, "approved", base_version=v, author="ana")  # not blocked by the stale turn
-    v = store.save(pk, {"ground_truth": None}, base_version=v, author="ana", turn=1)  # and it can be cleared
-    session = store.get(pk).session
+    v = store.sessions.get(pk).version
+    v = store.sessions.set_status(pk, "approved", base_version=v, author="ana")  # not blocked by the stale turn
+    v = store.sessions.save(pk, {"ground_truth": None}, base_version=v, author="ana", turn=1)  # and it can be cleared
+    session = store.sessions.get(pk).session
     assert len(session.turn_truth) == 1 and session.status == "approved"  # the cleared turn is gone
     assert not [p for p in validate_session(session) if p.level == "error"]
 
@@ -295,14 +300,14 @@ def test_a_reimport_that_drops_turns_leaves_the_session_editable(store: Store, t
 def test_filters_that_cannot_mean_anything_are_refused(store: Store, tmp_path: Path) -> None:
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia("a")]), "d")
     with pytest.raises(UsageError, match="has no word to look for"):
-        browse(store, "d", SessionFilter(search="!!!"))
+        store.sessions.browse("d", SessionFilter(search="!!!"))
     with pytest.raises(UsageError, match="needs both a run and a metric"):
-        browse(store, "d", SessionFilter(min_score=0.5))
+        store.sessions.browse("d", SessionFilter(min_score=0.5))
     with pytest.raises(UsageError, match="needs both a run and a metric"):
-        browse(store, "d", SessionFilter(metric="exact_match"))
+        store.sessions.browse("d", SessionFilter(metric="exact_match"))
     with pytest.raises(NotFoundError, match="no run #99"):
         export_dataset(store, "d", tmp_path / "o.jsonl", "ragas", SessionFilter(run_id=99, metric="m"))
-    assert browse(store, "d", SessionFilter(search="  ")).total == 1  # blank: no filter
+    assert store.sessions.browse("d", SessionFilter(search="  ")).total == 1  # blank: no filter
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
@@ -311,11 +316,10 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     not_db = tmp_path / "notes.txt"
     not_db.write_text("hello, this is not SQLite\n" * 100)
     with pytest.raises(StoreError, match="cannot open the database .*notes.txt"):
-        Store(not_db)
+        open_store(not_db)
 
 
 def test_metadata_of_reads_one_key_of_each_session_from_the_stored_json(store: Store, tmp_path: Path) -> None:
-    from evalcore.store.queries import metadata_of
 
     def native(i: int, assistant: str, metadata: dict[str, object]) -> dict[str, object]:
         messages = [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "a"}]
@@ -329,11 +333,11 @@ def test_metadata_of_reads_one_key_of_each_session_from_the_stored_json(store: S
         native(4, "m2", {"solver": {"sample_key": "k4"}}),
     ]
     import_file(store, write_jsonl(tmp_path / "m.jsonl", records), "d", workers=1)
-    mine = list(metadata_of(store, "d", "solver", SessionFilter(assistant="m1")))
+    mine = list(store.sessions.metadata_of("d", "solver", SessionFilter(assistant="m1")))
     assert mine == [("s1", {"sample_key": "k1", "nested": [1, {"x": None}]}), ("s2", "text"), ("s3", None)]
-    assert [v for _, v in metadata_of(store, "d", "a.b")] == [None, 3, None, None]  # a key, not a path
+    assert [v for _, v in store.sessions.metadata_of("d", "a.b")] == [None, 3, None, None]  # a key, not a path
     with pytest.raises(NotFoundError):
-        list(metadata_of(store, "nope", "solver"))
+        list(store.sessions.metadata_of("nope", "solver"))
 
 
 def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:

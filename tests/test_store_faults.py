@@ -22,14 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import own_connection
 from formats_util import write_jsonl
 
 from evalcore.errors import DatabaseFaultError, NotFoundError, StoreError, UsageError
 from evalcore.exporting import export_dataset
 from evalcore.importing import import_file
-from evalcore.store import Store
-from evalcore.store.queries import SessionFilter, browse, count, neighbours
-from evalcore.store.runs import Runs
+from evalcore.store import open_store
+from evalcore.store.queries import SessionFilter
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 IS_ROOT = os.geteuid() == 0
@@ -65,7 +65,7 @@ def _intact(db: Path) -> int:
 
 def _made(tmp_path: Path, n: int = 5, name: str = "store.db") -> Path:
     db = tmp_path / name
-    with Store(db) as store:
+    with open_store(db) as store:
         import_file(store, write_jsonl(tmp_path / f"{name}.jsonl", [_ragas(i) for i in range(n)]), "d")
     return db
 
@@ -153,14 +153,16 @@ def test_a_full_disk_is_a_store_error_and_the_database_stays_intact(tmp_path: Pa
     filler.write_bytes(b"\0" * 200_000)
     db = tmpfs / "full.db"
     big = write_jsonl(tmp_path / "big.jsonl", [_ragas(i, pad=1500) for i in range(1_500)])
-    with Store(db) as store:
+    with open_store(db) as store:
         with pytest.raises(DatabaseFaultError) as caught:
             import_file(store, big, "d")
         assert caught.value.code == "SQLITE_FULL"
         message = str(caught.value)
         assert str(db) in message and "disk holding it is full" in message and "free some space" in message
-        assert not store.db.in_transaction
-        stored = store.dataset("d").sessions  # what the batches committed before the disk filled
+        assert not own_connection(store).in_transaction
+        stored = store.datasets.get("d").sessions  # what the batches committed before the disk filled
+        # What was kept is said, beside "nothing of the failed change was saved" (the batch that met the full disk).
+        assert f"{stored:,} sessions of big.jsonl were stored before it and are kept" in message
         assert 0 <= stored < 1_500
     assert _intact(db) == stored
     proc = run("import", str(big), "--dataset", "d", "--db", str(db))
@@ -168,27 +170,30 @@ def test_a_full_disk_is_a_store_error_and_the_database_stays_intact(tmp_path: Pa
     assert "is full" in proc.stderr and "Traceback" not in proc.stderr
     assert _intact(db) == stored
     filler.unlink()  # space again: the store carries on from where it was
-    with Store(db) as store:
-        pk = store.pks("d")[0] if stored else None
+    with open_store(db) as store:
+        pk = store.sessions.pks("d")[0] if stored else None
         if pk is not None:
-            assert store.save(pk, {"reference": "after"}, base_version=store.get(pk).version, author="t") == 2
+            assert (
+                store.sessions.save(pk, {"reference": "after"}, base_version=store.sessions.get(pk).version, author="t")
+                == 2
+            )
     assert _intact(db) == stored
 
 
 def test_a_commit_refused_for_space_rolls_back_and_the_store_carries_on(tmp_path: Path) -> None:
     """SQLITE_FULL without a small disk: the connection may not grow the file (max_page_count)."""
     db = _made(tmp_path)
-    with Store(db) as store:
-        pk = store.pks("d")[0]
-        pages = store.db.execute("PRAGMA page_count").fetchone()[0]
-        store.db.execute(f"PRAGMA max_page_count = {pages}")
+    with open_store(db) as store:
+        pk = store.sessions.pks("d")[0]
+        pages = own_connection(store).execute("PRAGMA page_count").fetchone()[0]
+        own_connection(store).execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(DatabaseFaultError, match="disk holding it is full") as caught:
-            store.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t")
+            store.sessions.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t")
         assert caught.value.code == "SQLITE_FULL" and isinstance(caught.value, StoreError)
-        assert not store.db.in_transaction  # rolled back, the write lock released
-        assert store.get(pk).version == 1 and store.history(pk) == []
-        store.db.execute("PRAGMA max_page_count = 1073741823")
-        assert store.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t") == 2
+        assert not own_connection(store).in_transaction  # rolled back, the write lock released
+        assert store.sessions.get(pk).version == 1 and store.sessions.history(pk) == []
+        own_connection(store).execute("PRAGMA max_page_count = 1073741823")
+        assert store.sessions.save(pk, {"reference": "y" * 500_000}, base_version=1, author="t") == 2
     assert _intact(db) == 5
 
 
@@ -198,14 +203,14 @@ def test_a_commit_refused_for_space_rolls_back_and_the_store_carries_on(tmp_path
 def test_a_read_only_database_file_reads_and_refuses_writes_clearly(tmp_path: Path, read_only_file: Any) -> None:
     db = _made(tmp_path)
     read_only_file(db)
-    with Store(db) as store:
-        assert store.dataset("d").sessions == 5  # reading works
-        pk = store.pks("d")[0]
+    with open_store(db) as store:
+        assert store.datasets.get("d").sessions == 5  # reading works
+        pk = store.sessions.pks("d")[0]
         with pytest.raises(DatabaseFaultError) as caught:
-            store.save(pk, {"reference": "x"}, base_version=1, author="t")
+            store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t")
         assert caught.value.code is not None and caught.value.code.startswith("SQLITE_READONLY")
         assert "read-only" in str(caught.value) and "permissions" in str(caught.value)
-        assert not store.db.in_transaction
+        assert not own_connection(store).in_transaction
     source = write_jsonl(tmp_path / "more.jsonl", [_ragas(9)])
     proc = run("import", str(source), "--dataset", "e", "--db", str(db))
     assert proc.returncode == 3 and "read-only" in proc.stderr and "Traceback" not in proc.stderr
@@ -218,7 +223,7 @@ def test_a_database_in_a_read_only_folder_is_a_clear_error(tmp_path: Path, read_
     _made(folder)
     view = read_only_folder(folder)
     with pytest.raises(DatabaseFaultError, match="cannot open the database .*its folder") as caught:
-        Store(view / "store.db")
+        open_store(view / "store.db")
     assert caught.value.code is not None and caught.value.code.startswith("SQLITE_CANTOPEN")
     proc = run(
         "export", "--dataset", "d", "--to", "ragas", "-o", str(tmp_path / "o.jsonl"), "--db", str(view / "store.db")
@@ -248,18 +253,18 @@ def test_a_write_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
-        with Store(db, busy_timeout=0.3) as store:
-            assert store.dataset("d").sessions == 5  # WAL: readers do not wait for the writer
-            pk = store.pks("d")[0]
+        with open_store(db, busy_timeout=0.3) as store:
+            assert store.datasets.get("d").sessions == 5  # WAL: readers do not wait for the writer
+            pk = store.sessions.pks("d")[0]
             started = time.monotonic()
             with pytest.raises(DatabaseFaultError) as caught:
-                store.save(pk, {"reference": "x"}, base_version=1, author="t")
+                store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t")
             assert time.monotonic() - started < 10
             assert caught.value.code == "SQLITE_BUSY"
             assert "another process has held its write lock for more than 0.3 s" in str(caught.value)
             holder.kill()
             holder.wait(timeout=30)
-            assert store.save(pk, {"reference": "x"}, base_version=1, author="t") == 2
+            assert store.sessions.save(pk, {"reference": "x"}, base_version=1, author="t") == 2
     finally:
         holder.kill()
         holder.wait()
@@ -280,8 +285,8 @@ def test_a_damaged_database_is_a_clear_error(tmp_path: Path) -> None:
     with open(db, "r+b") as f:  # the sessions table's first page: garbage
         f.seek((root - 1) * page_size)
         f.write(bytes(range(256)) * (page_size // 256))
-    with pytest.raises(DatabaseFaultError) as caught, Store(db) as store:
-        [s.session.reference for s in store.get_many(store.pks("d"))]
+    with pytest.raises(DatabaseFaultError) as caught, open_store(db) as store:
+        [s.session.reference for s in store.sessions.get_many(store.sessions.pks("d"))]
     message = str(caught.value)
     assert caught.value.code == "SQLITE_CORRUPT" and "is damaged" in message and ".recover" in message
     out = tmp_path / "o.jsonl"
@@ -297,10 +302,10 @@ def test_an_sql_error_is_translated_at_the_write_boundary_and_by_the_command_lin
     conn.execute("DROP TABLE sessions_fts")
     conn.commit()
     conn.close()
-    with Store(db) as store:
+    with open_store(db) as store:
         with pytest.raises(DatabaseFaultError, match="no such table: meta"):
-            store.set_meta("k", "v")
-        assert not store.db.in_transaction
+            store.meta.set("k", "v")
+        assert not own_connection(store).in_transaction
     proc = run(
         "export", "--dataset", "d", "--to", "ragas", "-o", str(tmp_path / "o"), "--search", "hi", "--db", str(db)
     )
@@ -314,11 +319,13 @@ def test_an_sql_error_is_translated_at_the_write_boundary_and_by_the_command_lin
 def test_every_connection_syncs_each_commit(tmp_path: Path) -> None:
     """``synchronous = FULL`` (2) in WAL mode: a reviewer's save survives a power cut (see store.py)."""
     db = _made(tmp_path)
-    with Store(db) as store:
-        assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 2
+    with open_store(db) as store:
+        assert own_connection(store).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert own_connection(store).execute("PRAGMA synchronous").fetchone()[0] == 2
         seen: list[int] = []
-        thread = threading.Thread(target=lambda: seen.append(store.db.execute("PRAGMA synchronous").fetchone()[0]))
+        thread = threading.Thread(
+            target=lambda: seen.append(own_connection(store).execute("PRAGMA synchronous").fetchone()[0])
+        )
         thread.start()
         thread.join(timeout=30)
         assert seen == [2]
@@ -329,31 +336,52 @@ def test_every_connection_syncs_each_commit(tmp_path: Path) -> None:
 
 def test_odd_page_sizes_run_ids_and_scores_are_named_not_tracebacks(tmp_path: Path) -> None:
     db = _made(tmp_path)
-    with Store(db) as store:
+    with open_store(db) as store:
         for limit, offset in ((2**63, 0), (-1, 0), (10, -1), (10, 2**64), (1.5, 0), (True, 0)):
             with pytest.raises(UsageError, match="must be"):
-                browse(store, "d", limit=limit, offset=offset)  # type: ignore[arg-type]
-        assert browse(store, "d", limit=2**63 - 1, offset=2**63 - 1).items == []
-        assert browse(store, "d", limit=0).total == 5
+                store.sessions.browse("d", limit=limit, offset=offset)  # type: ignore[arg-type]
+        assert store.sessions.browse("d", limit=2**63 - 1, offset=2**63 - 1).items == []
+        assert store.sessions.browse("d", limit=0).total == 5
         for bad in (SessionFilter(run_id=2**64, metric="m"), SessionFilter(run_id=0, metric="m")):
             with pytest.raises(UsageError, match="the run must be from 1"):
-                count(store, "d", bad)
+                store.sessions.count("d", bad)
         for score in (float("nan"), float("inf"), -float("inf")):
             with pytest.raises(UsageError, match="must be a finite number"):
-                browse(store, "d", SessionFilter(run_id=1, metric="m", min_score=score))
+                store.sessions.browse("d", SessionFilter(run_id=1, metric="m", min_score=score))
             with pytest.raises(UsageError, match="must be a finite number"):
-                browse(store, "d", SessionFilter(run_id=1, metric="m", max_score=score))
+                store.sessions.browse("d", SessionFilter(run_id=1, metric="m", max_score=score))
         with pytest.raises(UsageError, match="the session must be from 1"):
-            neighbours(store, "d", 2**70)
+            store.sessions.neighbours("d", 2**70)
         with pytest.raises(NotFoundError, match="no session"):
-            store.get(2**64)
+            store.sessions.get(2**64)
         with pytest.raises(NotFoundError, match="no run"):
-            Runs(store).get(2**64)
+            store.runs.get(2**64)
         with pytest.raises(NotFoundError, match="no run"):
             export_dataset(store, "d", tmp_path / "o.jsonl", "ragas", SessionFilter(run_id=2**64, metric="m"))
         with pytest.raises(UsageError, match="a dataset needs a name"):
-            store.dataset("", create=True)
+            store.datasets.get("", create=True)
         with pytest.raises(UsageError, match="a dataset needs a name"):
             import_file(store, write_jsonl(tmp_path / "x.jsonl", [_ragas(1)]), "  ")
-        assert store.dataset_names() == ["d"]
+        assert store.datasets.names() == ["d"]
     assert _intact(db) == 5
+
+
+def test_a_first_start_on_a_full_disk_opens_the_app_and_says_why_the_samples_are_missing(
+    tmpfs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's first start loads the sample data; on a full disk that fails. The pages open all the same (the
+    load is not tried again on every page load), and the Datasets page says why there are no samples."""
+    import apptest_util
+
+    db = tmpfs / "first.db"
+    open_store(db).close()
+    free = os.statvfs(tmpfs).f_bavail * os.statvfs(tmpfs).f_frsize
+    (tmpfs / "filler").write_bytes(b"\0" * (free - 300_000))  # room to open the store, not for the samples
+    monkeypatch.setenv("EVALCORE_DB", str(db))
+    monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(Path(__file__).resolve().parent.parent / "sample_data"))
+    at = apptest_util.run(apptest_util.app())
+    warnings = [str(w.value) for w in at.warning]
+    assert any(w.startswith("The sample data could not be loaded:") and "is full" in w for w in warnings), warnings
+    at.switch_page("pages/sessions.py")
+    apptest_util.run(at)  # the next page opens (no new attempt, no error)
+    assert not [e for e in at.error if "could not be loaded" in str(e.value)]

@@ -32,7 +32,7 @@ from typing import Any
 
 from evalcore.errors import ConflictError
 from evalcore.importing import import_file
-from evalcore.store import SCHEMA_VERSION, Store
+from evalcore.store import SCHEMA_VERSION, open_store
 
 EVALCORE = str(Path(sys.executable).parent / "evalcore")
 SPAWN = multiprocessing.get_context("spawn")
@@ -63,11 +63,11 @@ def _one_session_store(tmp_path: Path, ragas_reference: Path) -> tuple[Path, int
     """A store holding a few sessions; returns its path, one session's pk and its reference."""
     db = tmp_path / "store.db"
     source = _write_sessions(tmp_path / "few.jsonl", _ragas_rows(ragas_reference), 3)
-    with Store(db) as store:
+    with open_store(db) as store:
         report = import_file(store, source, DATASET)
         assert report.new == 3
-        pk = store.pks(DATASET)[1]
-        stored = store.get(pk)
+        pk = store.sessions.pks(DATASET)[1]
+        stored = store.sessions.get(pk)
         assert stored.version == 1
         reference = stored.session.reference
     assert reference
@@ -213,10 +213,12 @@ def test_sigkill_mid_import_leaves_a_valid_store_and_the_rerun_finishes(tmp_path
     # A reviewer edits a stored session before anyone resumes the import.
     edited_key = f"pos:sessions.jsonl:{stored - 1}"
     edited_pk = before[edited_key]
-    with Store(db) as store:
-        base = store.get(edited_pk)
+    with open_store(db) as store:
+        base = store.sessions.get(edited_pk)
         assert base.version == 1
-        version = store.save(edited_pk, {"reference": "curated before the resume"}, base_version=1, author="alice")
+        version = store.sessions.save(
+            edited_pk, {"reference": "curated before the resume"}, base_version=1, author="alice"
+        )
         assert version == 2
 
     rerun = subprocess.run(command, capture_output=True, text=True, timeout=120)
@@ -236,12 +238,12 @@ def test_sigkill_mid_import_leaves_a_valid_store_and_the_rerun_finishes(tmp_path
         conn.close()
     assert len(after) == total
     assert all(after[key] == pk for key, pk in before.items()), "sessions stored before the crash changed pk"
-    with Store(db) as store:
-        assert len(store.pks(DATASET)) == total
-        kept = store.get(edited_pk)
+    with open_store(db) as store:
+        assert len(store.sessions.pks(DATASET)) == total
+        kept = store.sessions.get(edited_pk)
         assert kept.version == 2
         assert kept.session.reference == "curated before the resume"
-        (edit,) = store.history(edited_pk)
+        (edit,) = store.sessions.history(edited_pk)
         assert (edit.author, edit.field, edit.new, edit.version) == ("alice", "reference", kept.session.reference, 2)
     assert _fts_hits(db, "curated") == [edited_pk]
     assert _fts_hits(db, f"s{total - 1}") == [after[f"pos:sessions.jsonl:{total - 1}"]]
@@ -252,11 +254,11 @@ def test_sigkill_mid_import_leaves_a_valid_store_and_the_rerun_finishes(tmp_path
 
 def _rival(db: str, pk: int, author: str, value: str, barrier: Any, retry: Any, results: Any) -> None:
     try:
-        with Store(db) as store:
-            base = store.get(pk).version
+        with open_store(db) as store:
+            base = store.sessions.get(pk).version
             barrier.wait(timeout=30)
             try:
-                version = store.save(pk, {"reference": value}, base_version=base, author=author)
+                version = store.sessions.save(pk, {"reference": value}, base_version=base, author=author)
             except ConflictError as exc:
                 results.put(
                     {"author": author, "outcome": "conflict", "message": str(exc), "current": exc.current_version}
@@ -264,8 +266,8 @@ def _rival(db: str, pk: int, author: str, value: str, barrier: Any, retry: Any, 
                 if not retry.wait(timeout=30):
                     results.put({"author": author, "outcome": "error", "message": "no go-ahead to retry"})
                     return
-                fresh = store.get(pk)
-                version = store.save(pk, {"reference": value}, base_version=fresh.version, author=author)
+                fresh = store.sessions.get(pk)
+                version = store.sessions.save(pk, {"reference": value}, base_version=fresh.version, author=author)
                 results.put({"author": author, "outcome": "retried", "base": fresh.version, "version": version})
                 return
             results.put({"author": author, "outcome": "saved", "base": base, "version": version})
@@ -297,11 +299,11 @@ def test_two_writers_on_one_version_one_wins_the_other_is_told_and_loses_nothing
         assert loser not in message, message
         assert first[loser]["current"] == 2
 
-        with Store(db) as store:
-            stored = store.get(pk)
+        with open_store(db) as store:
+            stored = store.sessions.get(pk)
             assert stored.version == 2
             assert stored.session.reference == values[winner]
-            (edit,) = store.history(pk)
+            (edit,) = store.sessions.history(pk)
             assert (edit.author, edit.field, edit.old, edit.new) == (winner, "reference", original, values[winner])
 
         retry.set()
@@ -311,11 +313,11 @@ def test_two_writers_on_one_version_one_wins_the_other_is_told_and_loses_nothing
             p.join(timeout=30)
             assert p.exitcode == 0
 
-    with Store(db) as store:
-        stored = store.get(pk)
+    with open_store(db) as store:
+        stored = store.sessions.get(pk)
         assert stored.version == 3
         assert stored.session.reference == values[loser]
-        history = store.history(pk)
+        history = store.sessions.history(pk)
         assert [(e.author, e.field, e.old, e.new, e.version) for e in history] == [
             (winner, "reference", original, values[winner], 2),
             (loser, "reference", values[winner], values[loser], 3),
@@ -348,13 +350,13 @@ def _locker(db: str, saver_ready: Any, locked: Any, results: Any) -> None:
 
 def _patient_saver(db: str, pk: int, saver_ready: Any, locked: Any, results: Any) -> None:
     try:
-        with Store(db) as store:
-            base = store.get(pk).version
+        with open_store(db) as store:
+            base = store.sessions.get(pk).version
             saver_ready.set()
             if not locked.wait(timeout=30):
                 raise TimeoutError("the lock was never taken")
             start = time.monotonic()
-            version = store.save(pk, {"reference": "saved after waiting"}, base_version=base, author="carol")
+            version = store.sessions.save(pk, {"reference": "saved after waiting"}, base_version=base, author="carol")
             end = time.monotonic()
         results.put({"who": "saver", "outcome": "ok", "start": start, "end": end, "version": version})
     except BaseException as exc:
@@ -379,8 +381,8 @@ def test_a_save_waits_for_another_process_write_lock(tmp_path: Path, ragas_refer
     assert saver["end"] >= locker["released"], got  # finished only once the lock was given back
     assert HOLD - 0.3 <= waited <= HOLD + 2.0, f"the save took {waited:.3f}s with the lock held {HOLD}s"
     assert saver["version"] == 2
-    with Store(db) as store:
-        stored = store.get(pk)
+    with open_store(db) as store:
+        stored = store.sessions.get(pk)
         assert (stored.version, stored.session.reference) == (2, "saved after waiting")
 
 
@@ -395,14 +397,14 @@ def _busy_saver(db: str, pk: int, author: str, barrier: Any, results: Any) -> No
     saved: list[tuple[str, int]] = []
     conflicts = 0
     try:
-        with Store(db) as store:
+        with open_store(db) as store:
             barrier.wait(timeout=30)
             for i in range(SAVES_EACH):
                 for attempt in range(MAX_TRIES):
                     value = f"{author} save {i} try {attempt}"
-                    base = store.get(pk).version
+                    base = store.sessions.get(pk).version
                     try:
-                        version = store.save(pk, {"reference": value}, base_version=base, author=author)
+                        version = store.sessions.save(pk, {"reference": value}, base_version=base, author=author)
                     except ConflictError:
                         conflicts += 1
                         continue
@@ -437,9 +439,9 @@ def test_many_concurrent_savers_every_success_is_in_history(tmp_path: Path, raga
     assert not errors, errors
 
     assert len(saved) == SAVERS * SAVES_EACH
-    with Store(db) as store:
-        stored = store.get(pk)
-        history = store.history(pk)
+    with open_store(db) as store:
+        stored = store.sessions.get(pk)
+        history = store.sessions.history(pk)
     assert stored.version == 1 + len(saved)
     assert len(history) == len(saved)
     in_history = {(e.author, e.new, e.version) for e in history}
@@ -456,7 +458,7 @@ def test_many_concurrent_savers_every_success_is_in_history(tmp_path: Path, raga
 
 def test_a_new_database_opened_by_many_processes_at_once(tmp_path: Path) -> None:
     """Six processes creating and migrating the same new file: all succeed, migrations run once."""
-    code = "import sys; from evalcore.store import Store; Store(sys.argv[1]).close()"
+    code = "import sys; from evalcore.store import open_store; open_store(sys.argv[1]).close()"
     for trial in range(2):
         db = tmp_path / f"new-{trial}.db"
         procs = [

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dbutil import own_connection, query
 from formats_util import sessions_of, write_jsonl
 from sqlite_utils import Database
 
@@ -21,20 +22,16 @@ from evalcore.errors import ConflictError, NotFoundError, UsageError
 from evalcore.importing import import_file, import_stream
 from evalcore.schema import STATUSES
 from evalcore.scoring import score_dataset
-from evalcore.store import SCHEMA_VERSION, Store
-from evalcore.store.bulk import bulk_set_status, bulk_tags, matching_pks
-from evalcore.store.datasets import delete_dataset, overviews, rename_dataset
-from evalcore.store.jobs import Jobs
+from evalcore.store import SCHEMA_VERSION, Store, open_store
+from evalcore.store.labels import LABEL, rubric_verdict
 from evalcore.store.migrations import migration_set
-from evalcore.store.queries import SessionFilter, browse, count, facets, neighbours
+from evalcore.store.queries import SessionFilter
 from evalcore.store.rows import row_for
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, human_verdicts, rubric_verdict, set_verdict, verdicts
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "evalcore.db") as s:
+def store(store_url: str) -> Iterator[Store]:
+    with open_store(store_url) as s:
         yield s
 
 
@@ -78,11 +75,11 @@ def _import(store: Store, tmp_path: Path, dataset: str, records: list[dict[str, 
 
 
 def _pk(store: Store, dataset: str, session_id: str) -> int:
-    return store.find(dataset, session_id)
+    return store.sessions.find(dataset, session_id)
 
 
 def _all(store: Store, dataset: str, f: SessionFilter | None = None, **kw: Any) -> list[int]:
-    return [s.pk for s in browse(store, dataset, f, limit=100_000, **kw).items]
+    return [s.pk for s in store.sessions.browse(dataset, f, limit=100_000, **kw).items]
 
 
 # -- a connection per thread -------------------------------------------------------------
@@ -96,7 +93,7 @@ def test_an_open_write_in_one_thread_is_not_seen_by_another(store: Store, tmp_pa
 
     def writer() -> None:
         try:
-            with store.write() as conn:
+            with store._engine.write() as conn:
                 conn.execute("UPDATE sessions SET status = 'flagged', version = version + 1 WHERE id = ?", [pk])
                 inside.set()
                 release.wait(10)
@@ -107,17 +104,17 @@ def test_an_open_write_in_one_thread_is_not_seen_by_another(store: Store, tmp_pa
     thread.start()
     try:
         assert inside.wait(10)
-        stored = store.get(pk)  # this thread's own connection: the other's write is not committed
+        stored = store.sessions.get(pk)  # this thread's own connection: the other's write is not committed
         assert stored.session.status == "todo" and stored.version == 1
-        assert browse(store, "d", SessionFilter(status=["flagged"])).total == 0
-        assert facets(store, "d").statuses["flagged"] == 0
+        assert store.sessions.browse("d", SessionFilter(status=["flagged"])).total == 0
+        assert store.sessions.facets("d").statuses["flagged"] == 0
     finally:
         release.set()
         thread.join(10)
     assert not errors and not thread.is_alive()
-    stored = store.get(pk)
+    stored = store.sessions.get(pk)
     assert stored.session.status == "flagged" and stored.version == 2
-    assert browse(store, "d", SessionFilter(status=["flagged"])).total == 1
+    assert store.sessions.browse("d", SessionFilter(status=["flagged"])).total == 1
 
 
 def test_a_failed_write_in_one_thread_leaves_no_trace(store: Store, tmp_path: Path) -> None:
@@ -125,7 +122,7 @@ def test_a_failed_write_in_one_thread_leaves_no_trace(store: Store, tmp_path: Pa
     pk = _pk(store, "d", "a")
 
     def writer() -> None:
-        with store.write() as conn:
+        with store._engine.write() as conn:
             conn.execute("UPDATE sessions SET status = 'flagged' WHERE id = ?", [pk])
             raise RuntimeError("boom")
 
@@ -134,9 +131,9 @@ def test_a_failed_write_in_one_thread_leaves_no_trace(store: Store, tmp_path: Pa
     thread.start()
     thread.join(10)
     assert [str(e) for e in errors] == ["boom"]
-    assert store.get(pk).session.status == "todo"
-    store.set_status(pk, "approved", base_version=1, author="ann")  # the write lock was released
-    assert store.get(pk).session.status == "approved"
+    assert store.sessions.get(pk).session.status == "todo"
+    store.sessions.set_status(pk, "approved", base_version=1, author="ann")  # the write lock was released
+    assert store.sessions.get(pk).session.status == "approved"
 
 
 def _catch(work: Any, errors: list[BaseException]) -> None:
@@ -155,11 +152,14 @@ def test_two_threads_save_different_sessions_at_once(store: Store, tmp_path: Pat
 
     def reviewer(author: str) -> None:
         try:
-            connections[author] = id(store.db)
+            if store.kind == "sqlite":
+                connections[author] = id(own_connection(store))
             start.wait(10)
             version = 1
             for n in range(20):
-                version = store.save(pks[author], {"reference": f"{author} {n}"}, base_version=version, author=author)
+                version = store.sessions.save(
+                    pks[author], {"reference": f"{author} {n}"}, base_version=version, author=author
+                )
         except BaseException as exc:
             errors.append(exc)
 
@@ -169,32 +169,32 @@ def test_two_threads_save_different_sessions_at_once(store: Store, tmp_path: Pat
     for t in threads:
         t.join(30)
     assert not errors, errors
-    assert len({connections["ann"], connections["bob"], id(store.db)}) == 3  # a connection each
+    if store.kind == "sqlite":
+        assert len({connections["ann"], connections["bob"], id(own_connection(store))}) == 3  # a connection each
     for author, pk in pks.items():
-        stored = store.get(pk)
+        stored = store.sessions.get(pk)
         assert stored.version == 21 and stored.session.reference == f"{author} 19"
-        assert {e.author for e in store.history(pk)} == {author} and len(store.history(pk)) == 20
-    assert sqlite3.connect(store.path).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert {e.author for e in store.sessions.history(pk)} == {author} and len(store.sessions.history(pk)) == 20
 
 
 def test_close_closes_the_connections_of_other_threads(tmp_path: Path) -> None:
-    store = Store(tmp_path / "a.db")
+    store = open_store(tmp_path / "a.db")
     opened, closed = threading.Event(), threading.Event()
     box: dict[str, Any] = {}
 
     def worker() -> None:
-        box["db"] = store.db
-        box["names"] = store.dataset_names()
+        box["db"] = own_connection(store)
+        box["names"] = store.datasets.names()
         opened.set()
         closed.wait(10)
-        box["after"] = store.dataset_names()  # a closed store opens a fresh connection when used again
+        box["after"] = store.datasets.names()  # a closed store opens a fresh connection when used again
 
     thread = threading.Thread(target=worker)
     thread.start()
     assert opened.wait(10)
-    assert len(store._connections) == 2
+    assert len(store._engine._connections) == 2
     store.close()
-    assert store._connections == []
+    assert store._engine._connections == []
     with pytest.raises(sqlite3.ProgrammingError):
         box["db"].execute("SELECT 1")
     closed.set()
@@ -203,15 +203,16 @@ def test_close_closes_the_connections_of_other_threads(tmp_path: Path) -> None:
     store.close()
 
 
-def test_connections_of_finished_threads_are_closed(store: Store, tmp_path: Path) -> None:
+def test_connections_of_finished_threads_are_closed(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "threads.db")  # (the SQLite engine's connection per thread)
     _import(store, tmp_path, "d", [_native("a")])
     seen: list[Any] = []
     errors: list[BaseException] = []
 
     def reader() -> None:
         try:
-            seen.append(store.db)
-            assert store.dataset("d").sessions == 1
+            seen.append(own_connection(store))
+            assert store.datasets.get("d").sessions == 1
         except BaseException as exc:
             errors.append(exc)
 
@@ -219,13 +220,13 @@ def test_connections_of_finished_threads_are_closed(store: Store, tmp_path: Path
         thread = threading.Thread(target=reader)
         thread.start()
         thread.join(10)
-        assert len(store._connections) <= 2  # this thread's and the last reader's
+        assert len(store._engine._connections) <= 2  # this thread's and the last reader's
     assert not errors
     assert len({id(db) for db in seen}) == 50
     for db in seen[:-1]:
         with pytest.raises(sqlite3.ProgrammingError):
             db.execute("SELECT 1")
-    store.dataset_names()  # the main thread's connection still works
+    store.datasets.names()  # the main thread's connection still works
 
 
 # -- migration 0002 on a version-1 database ----------------------------------------------
@@ -290,7 +291,7 @@ def test_migration_0002_on_a_version_1_database(tmp_path: Path) -> None:
     _v1_edit(path, pks["edited-out"], "reference", "briefly", None)
     _v1_edit(path, pks["qa-only"], "qa_id", None, "q-1", turn=0)
 
-    with Store(path) as store:
+    with open_store(path) as store:
         conn = sqlite3.connect(path)
         assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == SCHEMA_VERSION
         truth = dict(conn.execute("SELECT session_id, has_truth FROM sessions").fetchall())
@@ -304,15 +305,15 @@ def test_migration_0002_on_a_version_1_database(tmp_path: Path) -> None:
         }
         # The flag agrees with the sessions as loaded (the file's ground truth with the edits laid over it).
         for session_id, pk in pks.items():
-            assert bool(truth[session_id]) == store.get(pk).session.has_ground_truth(), session_id
-        session = store.get(pks["with-turns"]).session
+            assert bool(truth[session_id]) == store.sessions.get(pk).session.has_ground_truth(), session_id
+        session = store.sessions.get(pks["with-turns"]).session
         assert [(t.ground_truth, t.observation) for t in session.turn_truth] == [("first", None), (None, "look")]
         assert [t.truth.ground_truth for t in session.turns()] == ["first", None]
-        assert store.get(pks["qa-only"]).session.turn_truth[0].qa_id == "q-1"
-        with_truth = browse(store, "old", SessionFilter(has_truth=True), limit=100)
+        assert store.sessions.get(pks["qa-only"]).session.turn_truth[0].qa_id == "q-1"
+        with_truth = store.sessions.browse("old", SessionFilter(has_truth=True), limit=100)
         assert {s.session_id for s in with_truth.items} == {"with-ref", "with-turns", "edited-in"}
-        assert count(store, "old", SessionFilter(has_truth=False)) == 3
-        (overview,) = overviews(store)
+        assert store.sessions.count("old", SessionFilter(has_truth=False)) == 3
+        (overview,) = store.datasets.overviews()
         assert overview.last_import_at == "2025-01-06T00:00:00+00:00" and overview.with_truth == 3
         for table in ("verdicts", "jobs", "meta"):
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
@@ -321,13 +322,13 @@ def test_migration_0002_on_a_version_1_database(tmp_path: Path) -> None:
         # The same file imported again is the same data: nothing is changed, no history is added.
         again = import_file(store, source, "old")
         assert (again.new, again.updated, again.unchanged) == (0, 0, 6)
-        assert store.get(pks["with-turns"]).version == 1
+        assert store.sessions.get(pks["with-turns"]).version == 1
         # Saving a session still works and keeps the flag right.
         pk = pks["with-turns"]
-        store.save(pk, {"ground_truth": None}, base_version=1, author="ann", turn=0)
-        v = store.save(pk, {"observation": None}, base_version=2, author="ann", turn=1)
-        assert store.get(pk).session.turn_truth == []
-        assert browse(store, "old", SessionFilter(has_truth=True), limit=100).total == 2
+        store.sessions.save(pk, {"ground_truth": None}, base_version=1, author="ann", turn=0)
+        v = store.sessions.save(pk, {"observation": None}, base_version=2, author="ann", turn=1)
+        assert store.sessions.get(pk).session.turn_truth == []
+        assert store.sessions.browse("old", SessionFilter(has_truth=True), limit=100).total == 2
         assert v == 3
 
 
@@ -347,7 +348,7 @@ def test_has_truth_filter_and_summary_fields(store: Store, tmp_path: Path) -> No
         ],
         name="mixed.jsonl",
     )
-    items = browse(store, "d").items
+    items = store.sessions.browse("d").items
     assert [(s.session_id, s.key, s.has_truth, s.updated_by) for s in items] == [
         ("ref", 'ida:["ref","bot-a"]', True, None),  # a session is its id and its assistant
         (None, "pos:mixed.jsonl:1", True, None),
@@ -355,44 +356,50 @@ def test_has_truth_filter_and_summary_fields(store: Store, tmp_path: Path) -> No
         (None, "pos:mixed.jsonl:3", False, None),
     ]
     assert [s.ref for s in items] == ["ref", "pos:mixed.jsonl:1", "plain", "pos:mixed.jsonl:3"]
-    assert [s.ref for s in browse(store, "d", SessionFilter(has_truth=True)).items] == ["ref", "pos:mixed.jsonl:1"]
-    assert [s.ref for s in browse(store, "d", SessionFilter(has_truth=False)).items] == ["plain", "pos:mixed.jsonl:3"]
+    assert [s.ref for s in store.sessions.browse("d", SessionFilter(has_truth=True)).items] == [
+        "ref",
+        "pos:mixed.jsonl:1",
+    ]
+    assert [s.ref for s in store.sessions.browse("d", SessionFilter(has_truth=False)).items] == [
+        "plain",
+        "pos:mixed.jsonl:3",
+    ]
     assert SessionFilter(has_truth=False).as_dict() == {"has_truth": False}
     # A reviewer's ground truth moves a session into the filter; clearing it moves it out again.
     pk = items[2].pk
-    store.save(pk, {"reference": "now it has one"}, base_version=1, author="ann")
-    summary = browse(store, "d", SessionFilter(has_truth=True)).items[-1]
+    store.sessions.save(pk, {"reference": "now it has one"}, base_version=1, author="ann")
+    summary = store.sessions.browse("d", SessionFilter(has_truth=True)).items[-1]
     assert summary.pk == pk and summary.has_truth and summary.updated_by == "ann" and summary.version == 2
-    store.save(pk, {"reference": None}, base_version=2, author="bob")
-    assert count(store, "d", SessionFilter(has_truth=True)) == 2
-    assert browse(store, "d", SessionFilter(has_truth=False)).items[0].updated_by == "bob"
+    store.sessions.save(pk, {"reference": None}, base_version=2, author="bob")
+    assert store.sessions.count("d", SessionFilter(has_truth=True)) == 2
+    assert store.sessions.browse("d", SessionFilter(has_truth=False)).items[0].updated_by == "bob"
     # A tag does not count as ground truth.
-    store.save(pk, {"tags": ["x"]}, base_version=3, author="bob")
-    assert count(store, "d", SessionFilter(has_truth=True)) == 2
+    store.sessions.save(pk, {"tags": ["x"]}, base_version=3, author="bob")
+    assert store.sessions.count("d", SessionFilter(has_truth=True)) == 2
 
 
 def test_find_ref_and_meta(store: Store, tmp_path: Path) -> None:
     _import(store, tmp_path, "d", [_native("a"), _native(None), _native("b")], name="f.jsonl")
     _import(store, tmp_path, "e", [_native("a")], name="g.jsonl")
-    items = browse(store, "d").items
-    assert store.find_ref("d", "a") == items[0].pk
-    assert store.find_ref("d", "pos:f.jsonl:1") == items[1].pk
-    assert store.find_ref("d", 'ida:["b","bot-a"]') == items[2].pk  # the key works as well
-    assert store.find_ref("e", "a") != items[0].pk
+    items = store.sessions.browse("d").items
+    assert store.sessions.find_ref("d", "a") == items[0].pk
+    assert store.sessions.find_ref("d", "pos:f.jsonl:1") == items[1].pk
+    assert store.sessions.find_ref("d", 'ida:["b","bot-a"]') == items[2].pk  # the key works as well
+    assert store.sessions.find_ref("e", "a") != items[0].pk
     for summary in items:
-        assert store.find_ref("d", summary.ref) == summary.pk
+        assert store.sessions.find_ref("d", summary.ref) == summary.pk
     with pytest.raises(NotFoundError, match="no session 'zzz' in dataset 'd'"):
-        store.find_ref("d", "zzz")
+        store.sessions.find_ref("d", "zzz")
     with pytest.raises(NotFoundError, match="no dataset named 'nope'"):
-        store.find_ref("nope", "a")
+        store.sessions.find_ref("nope", "a")
 
-    assert store.meta("greeting") is None
-    store.set_meta("greeting", "hello")
-    store.set_meta("greeting", "hello again")
-    store.set_meta("other", "x")
-    assert store.meta("greeting") == "hello again"
-    with Store(store.path) as other:  # another process or tab sees it
-        assert other.meta("greeting") == "hello again" and other.meta("other") == "x"
+    assert store.meta.get("greeting") is None
+    store.meta.set("greeting", "hello")
+    store.meta.set("greeting", "hello again")
+    store.meta.set("other", "x")
+    assert store.meta.get("greeting") == "hello again"
+    with open_store(store.url) as other:  # another process or tab sees it
+        assert other.meta.get("greeting") == "hello again" and other.meta.get("other") == "x"
 
 
 # -- facets ------------------------------------------------------------------------------
@@ -409,26 +416,26 @@ def test_facets_count_statuses_tags_assistants_and_truth(store: Store, tmp_path:
     ]
     _import(store, tmp_path, "d", records)
     _import(store, tmp_path, "other", [_native("o1", assistant="bot-z", tags=["hard"])], name="o.jsonl")
-    f = facets(store, "d")
+    f = store.sessions.facets("d")
     assert f.total == 6 and f.with_truth == 2
     assert f.statuses == {"todo": 6, "in_progress": 0, "approved": 0, "rejected": 0, "flagged": 0}
     assert list(f.statuses) == list(STATUSES)
     assert list(f.tags.items()) == [("hard", 3), ("refunds", 2), ("easy", 1), ("zeta", 1)]
     assert list(f.assistants.items()) == [("bot-b", 3), ("bot-a", 1), ("bot-c", 1)]
 
-    store.set_status(_pk(store, "d", "s1"), "approved", base_version=1, author="ann")
-    store.set_status(_pk(store, "d", "s2"), "flagged", base_version=1, author="ann")
-    store.save(_pk(store, "d", "s5"), {"tags": ["zeta", "easy"], "goal": "g"}, base_version=1, author="ann")
-    f = facets(store, "d")
+    store.sessions.set_status(_pk(store, "d", "s1"), "approved", base_version=1, author="ann")
+    store.sessions.set_status(_pk(store, "d", "s2"), "flagged", base_version=1, author="ann")
+    store.sessions.save(_pk(store, "d", "s5"), {"tags": ["zeta", "easy"], "goal": "g"}, base_version=1, author="ann")
+    f = store.sessions.facets("d")
     assert f.statuses == {"todo": 4, "in_progress": 0, "approved": 1, "rejected": 0, "flagged": 1}
     assert list(f.tags.items()) == [("hard", 3), ("easy", 2), ("refunds", 2), ("zeta", 2)]
     assert f.with_truth == 3
 
-    store.dataset("empty", create=True)
-    empty = facets(store, "empty")
+    store.datasets.get("empty", create=True)
+    empty = store.sessions.facets("empty")
     assert empty.total == 0 and set(empty.statuses.values()) == {0} and empty.tags == {} and empty.assistants == {}
     with pytest.raises(NotFoundError):
-        facets(store, "nope")
+        store.sessions.facets("nope")
 
 
 # -- neighbours --------------------------------------------------------------------------
@@ -442,7 +449,7 @@ def _walk(store: Store, dataset: str, f: SessionFilter | None, sort: str, descen
     visited: list[int] = []
     pk: int | None = expected[0]
     while pk is not None:
-        n = neighbours(store, dataset, pk, f, sort=sort, descending=descending)
+        n = store.sessions.neighbours(dataset, pk, f, sort=sort, descending=descending)
         assert n.index == len(visited) and n.total == len(expected), (sort, descending, pk)
         visited.append(pk)
         assert len(visited) <= len(expected)
@@ -451,7 +458,7 @@ def _walk(store: Store, dataset: str, f: SessionFilter | None, sort: str, descen
     back: list[int] = []
     pk = expected[-1]
     while pk is not None:
-        n = neighbours(store, dataset, pk, f, sort=sort, descending=descending)
+        n = store.sessions.neighbours(dataset, pk, f, sort=sort, descending=descending)
         assert n.index == len(expected) - 1 - len(back)
         back.append(pk)
         assert len(back) <= len(expected)
@@ -481,16 +488,16 @@ def test_neighbours_walk_the_list_browse_shows(varied: Store, sort: str, descend
 
 def test_neighbours_put_null_session_ids_first_ascending_and_last_descending(varied: Store) -> None:
     store = varied
-    ascending = browse(store, "d", sort="session_id", limit=100).items
+    ascending = store.sessions.browse("d", sort="session_id", limit=100).items
     assert [s.session_id for s in ascending[:3]] == [None, None, None]
     assert all(s.session_id is not None for s in ascending[3:])
-    descending = browse(store, "d", sort="session_id", descending=True, limit=100).items
+    descending = store.sessions.browse("d", sort="session_id", descending=True, limit=100).items
     assert [s.session_id for s in descending[-3:]] == [None, None, None]
     last_named = descending[-4]
-    n = neighbours(store, "d", last_named.pk, sort="session_id", descending=True)
+    n = store.sessions.neighbours("d", last_named.pk, sort="session_id", descending=True)
     assert n.next == descending[-3].pk and n.index == 8
     first_null = ascending[0]
-    n = neighbours(store, "d", first_null.pk, sort="session_id")
+    n = store.sessions.neighbours("d", first_null.pk, sort="session_id")
     assert n.previous is None and n.next == ascending[1].pk and n.index == 0
 
 
@@ -502,12 +509,12 @@ def test_neighbours_by_score(varied: Store) -> None:
         f = SessionFilter(run_id=run_id, metric=metric)
         for descending in (False, True):
             _walk(store, "d", f, "score", descending)
-        scores = [s.score or 0.0 for s in browse(store, "d", f, sort="score", limit=100).items]
+        scores = [s.score or 0.0 for s in store.sessions.browse("d", f, sort="score", limit=100).items]
         assert scores == sorted(scores) and len(set(scores)) < len(scores)  # ties are there to break
     only_some = SessionFilter(run_id=run_id, metric="tool_call_count", min_score=1, max_score=2)
     _walk(store, "d", only_some, "score", True)
     with pytest.raises(UsageError, match="needs both a run and a metric"):
-        neighbours(store, "d", _all(store, "d")[0], sort="score")
+        store.sessions.neighbours("d", _all(store, "d")[0], sort="score")
 
 
 def test_neighbours_of_a_session_that_left_the_filter(varied: Store) -> None:
@@ -516,20 +523,20 @@ def test_neighbours_of_a_session_that_left_the_filter(varied: Store) -> None:
     for sort, descending in (("order", False), ("turns", False), ("turns", True), ("session_id", False)):
         expected = _all(store, "d", todo, sort=sort, descending=descending)
         pk = expected[4]
-        version = store.get(pk).version
-        store.set_status(pk, "approved", base_version=version, author="ann")
-        n = neighbours(store, "d", pk, todo, sort=sort, descending=descending)
+        version = store.sessions.get(pk).version
+        store.sessions.set_status(pk, "approved", base_version=version, author="ann")
+        n = store.sessions.neighbours("d", pk, todo, sort=sort, descending=descending)
         assert n.index is None and n.total == len(expected) - 1
         assert (n.previous, n.next) == (expected[3], expected[5]), (sort, descending)
         # It is still in place for a filter it matches.
-        assert neighbours(store, "d", pk, sort=sort, descending=descending).index is not None
-        store.set_status(pk, "todo", base_version=version + 1, author="ann")
+        assert store.sessions.neighbours("d", pk, sort=sort, descending=descending).index is not None
+        store.sessions.set_status(pk, "todo", base_version=version + 1, author="ann")
     first = _all(store, "d", todo)[0]
-    store.set_status(first, "approved", base_version=store.get(first).version, author="ann")
-    n = neighbours(store, "d", first, todo)
+    store.sessions.set_status(first, "approved", base_version=store.sessions.get(first).version, author="ann")
+    n = store.sessions.neighbours("d", first, todo)
     assert n.index is None and n.previous is None and n.next == _all(store, "d", todo)[0]
     with pytest.raises(UsageError, match="unknown sort"):
-        neighbours(store, "d", first, sort="nope")
+        store.sessions.neighbours("d", first, sort="nope")
 
 
 # -- bulk changes ------------------------------------------------------------------------
@@ -538,73 +545,77 @@ def test_neighbours_of_a_session_that_left_the_filter(varied: Store) -> None:
 def test_bulk_status_and_tags_on_chosen_sessions(store: Store, tmp_path: Path) -> None:
     _import(store, tmp_path, "d", [_native(f"s{i}", tags=["old"] if i < 2 else None) for i in range(5)])
     _import(store, tmp_path, "other", [_native("s0")], name="o.jsonl")
-    pks = store.pks("d")
-    other = store.pks("other")[0]
-    v = store.save(pks[0], {"reference": "first"}, base_version=1, author="ann")
+    pks = store.sessions.pks("d")
+    other = store.sessions.pks("other")[0]
+    v = store.sessions.save(pks[0], {"reference": "first"}, base_version=1, author="ann")
     assert v == 2
-    assert bulk_set_status(store, [pks[0], pks[1], pks[0]], "flagged", author="bob", reason="look again") == 2
-    assert bulk_set_status(store, pks[:3], "flagged", author="bob") == 1  # two were flagged already
-    assert bulk_tags(store, pks[:3], add=["hard", " hard ", "x"], remove=["old"], author="cy") == 3
-    assert bulk_tags(store, pks[:3], add=["hard"], author="cy") == 0  # nothing to change
-    assert [store.get(pk).session.tags for pk in pks[:3]] == [["hard", "x"], ["hard", "x"], ["hard", "x"]]
-    assert store.get(pks[0]).version == 4 and store.get(pks[1]).version == 3 and store.get(pks[3]).version == 1
-    stored = store.get(pks[1])
+    assert store.sessions.set_status_many([pks[0], pks[1], pks[0]], "flagged", author="bob", reason="look again") == 2
+    assert store.sessions.set_status_many(pks[:3], "flagged", author="bob") == 1  # two were flagged already
+    assert store.sessions.tag_many(pks[:3], add=["hard", " hard ", "x"], remove=["old"], author="cy") == 3
+    assert store.sessions.tag_many(pks[:3], add=["hard"], author="cy") == 0  # nothing to change
+    assert [store.sessions.get(pk).session.tags for pk in pks[:3]] == [["hard", "x"], ["hard", "x"], ["hard", "x"]]
+    assert (
+        store.sessions.get(pks[0]).version == 4
+        and store.sessions.get(pks[1]).version == 3
+        and store.sessions.get(pks[3]).version == 1
+    )
+    stored = store.sessions.get(pks[1])
     assert stored.status_by == "bob" and stored.updated_by == "cy" and stored.n_edits == 2
-    assert store.get(other).version == 1 and store.get(other).session.status == "todo"
+    assert store.sessions.get(other).version == 1 and store.sessions.get(other).session.status == "todo"
 
-    history = store.history(pks[0])
+    history = store.sessions.history(pks[0])
     assert [(e.author, e.field, e.old, e.new, e.version) for e in history] == [
         ("ann", "reference", None, "first", 2),
         ("bob", "status", "todo", "flagged", 3),
         ("cy", "tags", ["old"], ["hard", "x"], 4),
     ]
     assert history[1].reason == "look again"
-    assert [e.old for e in store.history(pks[1]) if e.field == "tags"] == [["old"]]
+    assert [e.old for e in store.sessions.history(pks[1]) if e.field == "tags"] == [["old"]]
     # The state after each edit, and a restore, see the bulk changes as any other edit.
-    after_reference = store.state_at(pks[0], history[0].id)
+    after_reference = store.sessions.state_at(pks[0], history[0].id)
     assert (after_reference.reference, after_reference.status, after_reference.tags) == ("first", "todo", ["old"])
-    after_status = store.state_at(pks[0], history[1].id)
+    after_status = store.sessions.state_at(pks[0], history[1].id)
     assert (after_status.status, after_status.tags) == ("flagged", ["old"])
-    store.restore(pks[0], history[0].id, base_version=4, author="dee")
-    restored = store.get(pks[0])
+    store.sessions.restore(pks[0], history[0].id, base_version=4, author="dee")
+    restored = store.sessions.get(pks[0])
     assert (restored.version, restored.session.status, restored.session.tags) == (5, "todo", ["old"])
     assert restored.session.reference == "first"
-    status_only = store.state_at(pks[1], store.history(pks[1])[0].id)
+    status_only = store.sessions.state_at(pks[1], store.sessions.history(pks[1])[0].id)
     assert status_only.tags == ["old"] and status_only.status == "flagged"
 
-    f = facets(store, "d")
+    f = store.sessions.facets("d")
     assert list(f.tags.items()) == [("hard", 2), ("x", 2), ("old", 1)]
     assert f.statuses["flagged"] == 2 and f.statuses["todo"] == 3
-    assert browse(store, "d", SessionFilter(tags=["hard", "x"])).total == 2
-    assert [s.pk for s in browse(store, "d", SessionFilter(tags=["old"])).items] == [pks[0]]
+    assert store.sessions.browse("d", SessionFilter(tags=["hard", "x"])).total == 2
+    assert [s.pk for s in store.sessions.browse("d", SessionFilter(tags=["old"])).items] == [pks[0]]
 
     with pytest.raises(UsageError, match="unknown status 'done'"):
-        bulk_set_status(store, pks, "done", author="bob")
+        store.sessions.set_status_many(pks, "done", author="bob")
     with pytest.raises(UsageError, match="name a tag"):
-        bulk_tags(store, pks, add=[" ", ""], remove=[], author="bob")
+        store.sessions.tag_many(pks, add=[" ", ""], remove=[], author="bob")
     with pytest.raises(UsageError, match="name a tag"):
-        bulk_tags(store, pks, author="bob")
+        store.sessions.tag_many(pks, author="bob")
     with pytest.raises(UsageError, match="author"):
-        bulk_set_status(store, pks, "approved", author="")
+        store.sessions.set_status_many(pks, "approved", author="")
     with pytest.raises(UsageError, match="author"):
-        bulk_tags(store, pks, add=["t"], author="")
-    assert bulk_set_status(store, [], "approved", author="bob") == 0
-    assert bulk_set_status(store, [999_999], "approved", author="bob") == 0
-    assert store.get(pks[0]).version == 5
+        store.sessions.tag_many(pks, add=["t"], author="")
+    assert store.sessions.set_status_many([], "approved", author="bob") == 0
+    assert store.sessions.set_status_many([999_999], "approved", author="bob") == 0
+    assert store.sessions.get(pks[0]).version == 5
 
 
 def test_a_save_based_on_the_version_before_a_bulk_change_is_refused(store: Store, tmp_path: Path) -> None:
     _import(store, tmp_path, "d", [_native("a"), _native("b")])
     pk = _pk(store, "d", "a")
-    base = store.get(pk).version
-    bulk_set_status(store, [pk], "approved", author="bob")
+    base = store.sessions.get(pk).version
+    store.sessions.set_status_many([pk], "approved", author="bob")
     with pytest.raises(ConflictError) as caught:
-        store.save(pk, {"reference": "mine"}, base_version=base, author="ann")
+        store.sessions.save(pk, {"reference": "mine"}, base_version=base, author="ann")
     assert "bob" in str(caught.value) and "status" in str(caught.value) and caught.value.current_version == 2
-    bulk_tags(store, [pk], add=["t"], author="cy")
+    store.sessions.tag_many([pk], add=["t"], author="cy")
     with pytest.raises(ConflictError, match="cy .* changed tags"):
-        store.save(pk, {"reference": "mine"}, base_version=2, author="ann")
-    assert store.save(pk, {"reference": "mine"}, base_version=3, author="ann") == 4
+        store.sessions.save(pk, {"reference": "mine"}, base_version=2, author="ann")
+    assert store.sessions.save(pk, {"reference": "mine"}, base_version=3, author="ann") == 4
 
 
 def test_bulk_changes_on_everything_a_filter_matches(store: Store, tmp_path: Path) -> None:
@@ -612,26 +623,29 @@ def test_bulk_changes_on_everything_a_filter_matches(store: Store, tmp_path: Pat
     _import(store, tmp_path, "d", records)
     _import(store, tmp_path, "other", [_native("s0000", assistant="bot-a")], name="o.jsonl")
     bot_a = SessionFilter(assistant="bot-a")
-    pks = matching_pks(store, "d", bot_a)
-    assert len(pks) == count(store, "d", bot_a) == 766 and pks == sorted(pks)
-    assert bulk_set_status(store, pks, "in_progress", author="ann") == 766
-    assert bulk_set_status(store, matching_pks(store, "d"), "in_progress", author="bob") == 1150 - 766
-    assert facets(store, "d").statuses["in_progress"] == 1150
-    assert store.get(store.pks("other")[0]).session.status == "todo"
+    pks = store.sessions.matching("d", bot_a)
+    assert len(pks) == store.sessions.count("d", bot_a) == 766 and pks == sorted(pks)
+    assert store.sessions.set_status_many(pks, "in_progress", author="ann") == 766
+    assert store.sessions.set_status_many(store.sessions.matching("d"), "in_progress", author="bob") == 1150 - 766
+    assert store.sessions.facets("d").statuses["in_progress"] == 1150
+    assert store.sessions.get(store.sessions.pks("other")[0]).session.status == "todo"
 
-    assert bulk_tags(store, matching_pks(store, "d", bot_a), add=["a-side"], author="ann") == 766
-    assert bulk_tags(store, matching_pks(store, "d"), add=["all"], remove=["a-side"], author="bob") == 1150
-    f = facets(store, "d")
+    assert store.sessions.tag_many(store.sessions.matching("d", bot_a), add=["a-side"], author="ann") == 766
+    assert store.sessions.tag_many(store.sessions.matching("d"), add=["all"], remove=["a-side"], author="bob") == 1150
+    f = store.sessions.facets("d")
     assert f.tags == {"all": 1150}
-    assert store.get(pks[-1]).version == 4 and store.get(pks[-1]).session.tags == ["all"]
-    conn = sqlite3.connect(store.path)
-    versions = dict(conn.execute("SELECT version, count(*) FROM sessions GROUP BY version").fetchall())
+    assert store.sessions.get(pks[-1]).version == 4 and store.sessions.get(pks[-1]).session.tags == ["all"]
+    versions = dict(query(store, "SELECT version, count(*) FROM sessions GROUP BY version"))
     assert versions == {4: 766, 3: 1150 - 766, 1: 1}
-    by_author = dict(conn.execute("SELECT author, count(*) FROM edits GROUP BY author").fetchall())
+    by_author = dict(query(store, "SELECT author, count(*) FROM edits GROUP BY author"))
     assert by_author == {"ann": 766 * 2, "bob": (1150 - 766) + 1150}
-    assert conn.execute("SELECT count(*) FROM session_tags").fetchone()[0] == 1150
-    assert [(e.author, e.field) for e in store.history(pks[0])] == [("ann", "status"), ("ann", "tags"), ("bob", "tags")]
-    assert browse(store, "d", SessionFilter(tags=["all"], status=["in_progress"])).total == 1150
+    assert query(store, "SELECT count(*) FROM session_tags") == [(1150,)]
+    assert [(e.author, e.field) for e in store.sessions.history(pks[0])] == [
+        ("ann", "status"),
+        ("ann", "tags"),
+        ("bob", "tags"),
+    ]
+    assert store.sessions.browse("d", SessionFilter(tags=["all"], status=["in_progress"])).total == 1150
 
 
 # -- datasets ----------------------------------------------------------------------------
@@ -641,11 +655,11 @@ def test_overviews_and_rename(store: Store, tmp_path: Path) -> None:
     _import(store, tmp_path, "b", [_native("x", reference="r"), _native("y"), _native("z")], name="b.jsonl")
     ragas = {"user_input": [{"content": "hi", "type": "human"}, {"content": "yo", "type": "ai"}], "reference": "yo"}
     import_file(store, write_jsonl(tmp_path / "r.jsonl", [ragas]), "b")
-    store.dataset("a-empty", create=True)
-    store.set_status(_pk(store, "b", "x"), "approved", base_version=1, author="ann")
-    store.set_status(_pk(store, "b", "y"), "rejected", base_version=1, author="ann")
-    store.set_status(_pk(store, "b", "z"), "flagged", base_version=1, author="ann")
-    empty, b = overviews(store)
+    store.datasets.get("a-empty", create=True)
+    store.sessions.set_status(_pk(store, "b", "x"), "approved", base_version=1, author="ann")
+    store.sessions.set_status(_pk(store, "b", "y"), "rejected", base_version=1, author="ann")
+    store.sessions.set_status(_pk(store, "b", "z"), "flagged", base_version=1, author="ann")
+    empty, b = store.datasets.overviews()
     assert (empty.name, empty.sessions, empty.formats, empty.progress, empty.last_import_at) == (
         "a-empty",
         0,
@@ -659,78 +673,88 @@ def test_overviews_and_rename(store: Store, tmp_path: Path) -> None:
     assert b.reviewed == 2 and b.progress == 0.5 and b.with_truth == 2
     assert b.last_import_source == "r.jsonl" and b.last_import_at and b.last_import_at >= b.created_at
 
-    job = Jobs(store).create("import", "b", "import b.jsonl", author="ann", unit="bytes")
+    job = store.jobs.create("import", "b", "import b.jsonl", author="ann", unit="bytes")
     with pytest.raises(UsageError, match="exists already"):
-        rename_dataset(store, "b", "a-empty")
+        store.datasets.rename("b", "a-empty")
     with pytest.raises(UsageError, match="needs a name"):
-        rename_dataset(store, "b", "   ")
+        store.datasets.rename("b", "   ")
     with pytest.raises(UsageError, match="at most 200"):
-        rename_dataset(store, "b", "n" * 201)
+        store.datasets.rename("b", "n" * 201)
     with pytest.raises(NotFoundError):
-        rename_dataset(store, "nope", "c")
-    assert rename_dataset(store, "b", "b") == "b"
-    assert rename_dataset(store, "b", "  c  ") == "c"
-    assert store.dataset_names() == ["a-empty", "c"]
-    assert store.dataset("c").sessions == 4 and browse(store, "c").total == 4
-    assert Jobs(store).get(job).dataset == "c"
+        store.datasets.rename("nope", "c")
+    assert store.datasets.rename("b", "b") == "b"
+    assert store.datasets.rename("b", "  c  ") == "c"
+    assert store.datasets.names() == ["a-empty", "c"]
+    assert store.datasets.get("c").sessions == 4 and store.sessions.browse("c").total == 4
+    assert store.jobs.get(job).dataset == "c"
     with pytest.raises(NotFoundError):
-        store.dataset("b")
+        store.datasets.get("b")
 
 
-def _table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def _table_counts(store: Store) -> dict[str, int]:
     tables = ("sessions", "edits", "comments", "verdicts", "runs", "scores", "jobs", "session_tags", "datasets")
-    return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    return {t: query(store, f"SELECT count(*) FROM {t}")[0][0] for t in tables}
 
 
 def _fill(store: Store, tmp_path: Path, dataset: str, word: str) -> None:
     records = [_native(f"{dataset}-{i}", words=word, tags=["t"], turns=2) for i in range(3)]
     _import(store, tmp_path, dataset, records, name=f"{dataset}.jsonl")
-    for pk in store.pks(dataset):
-        store.save(pk, {"reference": f"{word} reference"}, base_version=1, author="ann")
-        store.add_comment(pk, f"about {word}", author="ann", turn=0)
-        set_verdict(store, pk, LABEL, 1, author="ann")
+    for pk in store.sessions.pks(dataset):
+        store.sessions.save(pk, {"reference": f"{word} reference"}, base_version=1, author="ann")
+        store.labels.add_comment(pk, f"about {word}", author="ann", turn=0)
+        store.labels.set_verdict(pk, LABEL, 1, author="ann")
     score_dataset(store, dataset, ["turn_count", "exact_match"])
-    Jobs(store).create("score", dataset, "score turn_count", author="ann", unit="items")
+    store.jobs.create("score", dataset, "score turn_count", author="ann", unit="items")
 
 
 def test_delete_dataset_removes_everything_of_it_and_nothing_else(store: Store, tmp_path: Path) -> None:
     _fill(store, tmp_path, "gone", "zebra")
     _fill(store, tmp_path, "kept", "walrus")
-    conn = sqlite3.connect(store.path, isolation_level=None)  # no transaction left open by this test
-    before = _table_counts(conn)
-    kept_pks = store.pks("kept")
-    assert browse(store, "gone", SessionFilter(search="zebra")).total == 3
+    before = _table_counts(store)
+    kept_pks = store.sessions.pks("kept")
+    assert store.sessions.browse("gone", SessionFilter(search="zebra")).total == 3
 
     with pytest.raises(UsageError, match="type the dataset's name"):
-        delete_dataset(store, "gone", confirm="Gone")
+        store.datasets.delete("gone", confirm="Gone")
     with pytest.raises(NotFoundError):
-        delete_dataset(store, "nope", confirm="nope")
-    assert _table_counts(conn) == before
-    assert store.db.execute("PRAGMA foreign_keys").fetchone() == (1,)  # back on after a refused delete
-    assert delete_dataset(store, "gone", confirm="gone") == 3
-    assert store.db.execute("PRAGMA foreign_keys").fetchone() == (1,)  # (off only for its own transaction)
+        store.datasets.delete("nope", confirm="nope")
+    assert _table_counts(store) == before
+    if store.kind == "sqlite":
+        assert own_connection(store).execute("PRAGMA foreign_keys").fetchone() == (1,)  # on after a refused delete
+    assert store.datasets.delete("gone", confirm="gone") == 3
+    if store.kind == "sqlite":
+        assert own_connection(store).execute("PRAGMA foreign_keys").fetchone() == (1,)  # (off for its transaction)
 
-    after = _table_counts(conn)
+    after = _table_counts(store)
     assert after == {k: (v // 2 if k != "datasets" else 1) for k, v in before.items()}
-    assert store.dataset_names() == ["kept"]
-    assert [o.name for o in overviews(store)] == ["kept"]
-    assert [r.dataset for r in Runs(store).recent()] == ["kept"]
-    assert [j.dataset for j in Jobs(store).recent()] == ["kept"]
-    assert conn.execute("SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH 'zebra'").fetchall() == []
-    assert len(conn.execute("SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH 'walrus'").fetchall()) == 3
-    assert browse(store, "kept", SessionFilter(search="walrus")).total == 3
-    conn.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('integrity-check')")
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert store.datasets.names() == ["kept"]
+    assert [o.name for o in store.datasets.overviews()] == ["kept"]
+    assert [r.dataset for r in store.runs.recent()] == ["kept"]
+    assert [j.dataset for j in store.jobs.recent()] == ["kept"]
+    assert store.sessions.browse("kept", SessionFilter(search="walrus")).total == 3
+    if store.kind == "sqlite":  # the search index and the references, checked by SQLite itself
+        conn = sqlite3.connect(store.url, isolation_level=None)
+        assert conn.execute("SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH 'zebra'").fetchall() == []
+        assert len(conn.execute("SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH 'walrus'").fetchall()) == 3
+        conn.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('integrity-check')")
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        conn.close()
     for pk in kept_pks:
-        assert store.get(pk).version == 2 and len(store.history(pk)) == 1 and len(store.comments(pk)) == 1
-        assert [v.value for v in verdicts(store, pk)] == [1.0]
+        assert (
+            store.sessions.get(pk).version == 2
+            and len(store.sessions.history(pk)) == 1
+            and len(store.labels.comments(pk)) == 1
+        )
+        assert [v.value for v in store.labels.verdicts(pk)] == [1.0]
     with pytest.raises(NotFoundError):
-        store.dataset("gone")
+        store.datasets.get("gone")
     # The name is free again, for a fresh dataset.
     _import(store, tmp_path, "gone", [_native("new")], name="new.jsonl")
-    assert store.dataset("gone").sessions == 1 and browse(store, "gone", SessionFilter(search="zebra")).total == 0
-    conn.close()
+    assert (
+        store.datasets.get("gone").sessions == 1
+        and store.sessions.browse("gone", SessionFilter(search="zebra")).total == 0
+    )
 
 
 # -- verdicts ----------------------------------------------------------------------------
@@ -739,33 +763,33 @@ def test_delete_dataset_removes_everything_of_it_and_nothing_else(store: Store, 
 def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
     _import(store, tmp_path, "d", [_native("a"), _native("b")])
     _import(store, tmp_path, "e", [_native("c")], name="e.jsonl")
-    a, b = store.pks("d")
-    (c,) = store.pks("e")
+    a, b = store.sessions.pks("d")
+    (c,) = store.sessions.pks("e")
     clarity = rubric_verdict("clarity")
     assert clarity == "rubric:clarity"
-    set_verdict(store, a, LABEL, 1, author="ann")
-    set_verdict(store, a, LABEL, 0.0, author="ann")  # replaces
-    set_verdict(store, a, LABEL, 1.0, author="bob")
-    set_verdict(store, a, clarity, 4, author="ann")
-    set_verdict(store, b, clarity, 5.0, author="bob")
-    set_verdict(store, c, LABEL, 1, author="ann")
-    assert [(v.author, v.name, v.value) for v in verdicts(store, a)] == [
+    store.labels.set_verdict(a, LABEL, 1, author="ann")
+    store.labels.set_verdict(a, LABEL, 0.0, author="ann")  # replaces
+    store.labels.set_verdict(a, LABEL, 1.0, author="bob")
+    store.labels.set_verdict(a, clarity, 4, author="ann")
+    store.labels.set_verdict(b, clarity, 5.0, author="bob")
+    store.labels.set_verdict(c, LABEL, 1, author="ann")
+    assert [(v.author, v.name, v.value) for v in store.labels.verdicts(a)] == [
         ("ann", "label", 0.0),
         ("bob", "label", 1.0),
         ("ann", "rubric:clarity", 4.0),
     ]
-    assert all(isinstance(v.value, float) and v.at for v in verdicts(store, a))
-    assert [(v.session_pk, v.author, v.name) for v in human_verdicts(store, "d")] == [
+    assert all(isinstance(v.value, float) and v.at for v in store.labels.verdicts(a))
+    assert [(v.session_pk, v.author, v.name) for v in store.labels.human_verdicts("d")] == [
         (a, "ann", "label"),
         (a, "bob", "label"),
         (a, "ann", "rubric:clarity"),
         (b, "bob", "rubric:clarity"),
     ]
-    set_verdict(store, a, LABEL, None, author="ann")  # withdrawn
-    set_verdict(store, a, LABEL, None, author="cy")  # nothing to withdraw: fine
-    assert [(v.author, v.name) for v in verdicts(store, a)] == [("bob", "label"), ("ann", "rubric:clarity")]
-    assert len(human_verdicts(store, "d")) == 3 and len(human_verdicts(store, "e")) == 1
-    assert store.get(a).version == 1  # a verdict is not an edit of the session
+    store.labels.set_verdict(a, LABEL, None, author="ann")  # withdrawn
+    store.labels.set_verdict(a, LABEL, None, author="cy")  # nothing to withdraw: fine
+    assert [(v.author, v.name) for v in store.labels.verdicts(a)] == [("bob", "label"), ("ann", "rubric:clarity")]
+    assert len(store.labels.human_verdicts("d")) == 3 and len(store.labels.human_verdicts("e")) == 1
+    assert store.sessions.get(a).version == 1  # a verdict is not an edit of the session
 
     bad = [
         (LABEL, 0.5),
@@ -783,14 +807,14 @@ def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
     ]
     for name, value in bad:
         with pytest.raises(UsageError):
-            set_verdict(store, a, name, value, author="ann")
+            store.labels.set_verdict(a, name, value, author="ann")
     with pytest.raises(UsageError, match="author"):
-        set_verdict(store, a, LABEL, 1, author="")
+        store.labels.set_verdict(a, LABEL, 1, author="")
     with pytest.raises(NotFoundError):
-        set_verdict(store, 999_999, LABEL, 1, author="ann")
+        store.labels.set_verdict(999_999, LABEL, 1, author="ann")
     with pytest.raises(NotFoundError):
-        human_verdicts(store, "nope")
-    assert len(human_verdicts(store, "d")) == 3
+        store.labels.human_verdicts("nope")
+    assert len(store.labels.human_verdicts("d")) == 3
 
 
 # -- scores across runs ------------------------------------------------------------------
@@ -800,7 +824,7 @@ def test_scores_of_a_session_across_runs(store: Store, tmp_path: Path) -> None:
     records = [_native("a", turns=2, turn_truth=[{"ground_truth": "answer 0"}], words="alpha"), _native("b")]
     source = write_jsonl(tmp_path / "s.jsonl", records)
     import_file(store, source, "d")
-    a, b = store.pks("d")
+    a, b = store.sessions.pks("d")
     first = score_dataset(store, "d", ["turn_count", "exact_match"]).run.id
     records[0] = _native("a", turns=3, turn_truth=[{"ground_truth": "answer 0"}], words="alpha")  # a turn more
     records[1] = _native("b", turns=4)
@@ -810,13 +834,13 @@ def test_scores_of_a_session_across_runs(store: Store, tmp_path: Path) -> None:
     assert second.sessions == 1 and second.run.id > first
     third = score_dataset(store, "d", ["tool_call_count"]).run.id
 
-    latest = Runs(store).latest_values([a, b, 999_999])
+    latest = store.runs.latest_values([a, b, 999_999])
     assert latest[a] == {"turn_count": 3.0, "exact_match": 1.0, "tool_call_count": 0.0}
     assert latest[b] == {"turn_count": 1.0, "exact_match": None, "tool_call_count": 0.0}  # b: only the first run
     assert latest[999_999] == {}
-    assert Runs(store).latest_values([]) == {}
+    assert store.runs.latest_values([]) == {}
 
-    scores = Runs(store).for_session(a)
+    scores = store.runs.for_session(a)
     assert [(s.run_id, s.metric, s.turn) for s in scores] == [
         (third, "tool_call_count", None),
         (second.run.id, "turn_count", None),
@@ -829,11 +853,11 @@ def test_scores_of_a_session_across_runs(store: Store, tmp_path: Path) -> None:
     assert scores[0].run_started_at and all(s.model is None for s in scores)
     statuses = {(s.metric, s.turn): s.status for s in scores if s.run_id == first}
     assert statuses[("exact_match", 0)] == "ok" and statuses[("exact_match", 1)] == "not_applicable"
-    session_only = Runs(store).for_session(a, turns=False)
+    session_only = store.runs.for_session(a, turns=False)
     assert [s.turn for s in session_only] == [None] * 4
-    assert Runs(store).for_session(999_999) == []
-    assert Runs(store).metrics_of("d") == ["exact_match", "tool_call_count", "turn_count"]
-    assert Runs(store).metrics_of("nope") == []
+    assert store.runs.for_session(999_999) == []
+    assert store.runs.metrics_of("d") == ["exact_match", "tool_call_count", "turn_count"]
+    assert store.runs.metrics_of("nope") == []
 
 
 # -- imports from a stream --------------------------------------------------------------
@@ -855,21 +879,27 @@ def test_import_stream_reports_bad_lines_and_is_idempotent(store: Store) -> None
     assert [(p.path, p.line, p.level) for p in report.problems] == [("up.jsonl", 3, "error")]
     assert str(report.problems[0]).startswith("up.jsonl:3: ")
     assert progress[-1] == (len(data), len(data))
-    (overview,) = overviews(store)
+    (overview,) = store.datasets.overviews()
     assert overview.last_import_source == "up.jsonl" and overview.last_import_at
-    assert [s.ref for s in browse(store, "d").items] == ["a", "b", "pos:up.jsonl:3"]  # positions count bad lines
+    assert [s.ref for s in store.sessions.browse("d").items] == [
+        "a",
+        "b",
+        "pos:up.jsonl:3",
+    ]  # positions count bad lines
     first_at = overview.last_import_at
 
     again = import_stream(store, io.BytesIO(data), "uploads/up.jsonl", "d")
     assert (again.new, again.updated, again.unchanged, again.failed) == (0, 0, 3, 1)
-    assert store.dataset("d").sessions == 3 and all(store.get(pk).version == 1 for pk in store.pks("d"))
-    (overview,) = overviews(store)
+    assert store.datasets.get("d").sessions == 3 and all(
+        store.sessions.get(pk).version == 1 for pk in store.sessions.pks("d")
+    )
+    (overview,) = store.datasets.overviews()
     assert first_at is not None and overview.last_import_at is not None and overview.last_import_at > first_at
 
     # The same records from a file: the same sessions (by session_id); the unnamed one is a new one.
     with pytest.raises(NotFoundError):
-        store.find_ref("d", "pos:other.jsonl:3")
+        store.sessions.find_ref("d", "pos:other.jsonl:3")
     third = import_stream(store, io.BytesIO(data), "other.jsonl", "d")
     assert (third.new, third.unchanged) == (1, 2)
-    (overview,) = overviews(store)
+    (overview,) = store.datasets.overviews()
     assert overview.last_import_source == "other.jsonl"

@@ -3,6 +3,10 @@
 Forked, not spawned: a worker inherits what its parent has imported and set up (no second start-up, nothing
 pickled but the work handed out and what comes back). Where fork is missing (Windows, macOS' default aside),
 the callers do the work in their own process.
+
+Every child dies with its parent: a worker (and the reader process of a big import) asks the kernel to kill it
+when its parent goes (Linux's ``PR_SET_PDEATHSIG``), and checks that the parent it was started by is still there
+— so a parent killed with SIGKILL (the OOM killer, a CI timeout) leaves no worker running, still writing.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from evalcore.errors import WorkerError
 if TYPE_CHECKING:
     import concurrent.futures
 
-__all__ = ["can_fork", "default_workers", "fork_pool", "start_worker", "worker_failures"]
+__all__ = ["can_fork", "default_workers", "die_with_parent", "fork_pool", "start_worker", "worker_failures"]
 
 
 def can_fork() -> bool:
@@ -47,13 +51,32 @@ def fork_pool(
         workers,
         mp_context=multiprocessing.get_context("fork"),
         initializer=_start,
-        initargs=(initializer, initargs),
+        initargs=(os.getpid(), initializer, initargs),
     )
 
 
-def _start(initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+def _start(parent: int, initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+    die_with_parent(parent)
     start_worker()
     initializer(*initargs)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Be killed (SIGKILL) when the parent process ends; exit now if ``parent`` (its pid, taken before the fork or
+    the start) has ended already. Where the kernel cannot (not Linux), nothing changes."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover  (not Linux)
+        return
+    if parent is not None and os.getppid() != parent:  # the parent ended before the kernel was asked
+        os._exit(1)
 
 
 def start_worker() -> None:

@@ -6,7 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from evalcore.judge.client import CachedCall
-from evalcore.store.runs import CacheEntry, JudgeCacheTable
+from evalcore.store.cache import CacheEntry
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -18,7 +18,7 @@ class StoreJudgeCache:
     """A ``JudgeCache`` in the store's ``judge_cache`` table: an identical call is answered from it, for free."""
 
     def __init__(self, store: Store) -> None:
-        self.table = JudgeCacheTable(store)
+        self.table = store.cache
 
     def get(self, key: str) -> CachedCall | None:
         entry = self.table.get(key)

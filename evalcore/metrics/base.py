@@ -381,12 +381,9 @@ def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:
     if isinstance(spec, Metric):
         return spec
     if isinstance(spec, str) and spec.lstrip().startswith("{"):
-        import json
+        from evalcore._infra.jsonopt import json_option, shown
 
-        try:
-            spec = json.loads(spec)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"metric spec {spec!r} is not valid JSON: {exc.msg}") from exc
+        spec = json_option(spec, f"metric spec {shown(spec)!r}")
         if not isinstance(spec, dict) or not isinstance(spec.get("name"), str):
             raise UsageError('a JSON metric spec needs a "name" (and may have "params")')
     if isinstance(spec, str):
@@ -415,9 +412,8 @@ def _spec_value(value: Any) -> str:
 
 
 def _parse_value(raw: str) -> Any:
-    import json
+    """A ``key=value`` parameter's value: JSON when it is JSON, else the text as written."""
+    from evalcore._infra.jsonopt import NOT_JSON, json_option, shown
 
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
+    value = json_option(raw, f"metric parameter {shown(raw)!r}", text_if_not_json=True)
+    return raw if value is NOT_JSON else value

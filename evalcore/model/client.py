@@ -71,6 +71,12 @@ def request_key(config: ModelConfig, request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(asked, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+#: Calls given up on in a row (each after its retries) before the client stops calling the endpoint for a while.
+BREAKER_AFTER = 5
+#: How long it stops then, in seconds.
+BREAKER_SECONDS = 300.0
+
+
 class ModelClient:
     """Chat completions from the endpoint of ``config``, at most ``config.concurrency`` at a time."""
 
@@ -80,6 +86,12 @@ class ModelClient:
         self._semaphore: asyncio.Semaphore | None = None
         self.requests = 0  # HTTP requests actually sent
         self._endpoint = split_url(config.base_url)
+        # The circuit breaker: once the endpoint has made it plain it will not answer for a while (a Retry-After
+        # longer than evalcore waits, or BREAKER_AFTER calls in a row given up on), the calls that follow fail at
+        # once, saying why, instead of each waiting out its retries.
+        self._given_up_in_a_row = 0
+        self._open_until = 0.0
+        self._open_why = ""
         #: Removes the API key and the base URL's credentials from a text (see ``evalcore.model.redact``).
         self.redact = Redactor([config.api_key, *self._endpoint.secrets])
 
@@ -158,6 +170,8 @@ class ModelClient:
 
         client = self._http()
         assert self._semaphore is not None
+        if time.monotonic() < self._open_until:
+            raise ModelError(f"not sent: {self._open_why}")
         timeout = self.config.timeout
         last = "no attempt"
         for attempt in range(self.config.max_retries + 1):
@@ -176,28 +190,49 @@ class ModelClient:
                 except _TooLarge as exc:  # would be as large again: not retried
                     raise ModelError(self.redact(str(exc))) from None
                 else:
-                    if status == 200:
-                        try:
-                            body = json.loads(data)
-                        except (ValueError, RecursionError):
-                            last = "the endpoint answered 200 with a body that is not JSON"
-                        else:
-                            if isinstance(body, dict):
-                                return body
-                            last = "the endpoint answered 200 with JSON that is not an object"
-                    else:
-                        text = self.redact(data.decode("utf-8", "replace"))
-                        if status == 429 or status >= 500:
-                            last = f"HTTP {status}: {text[:200]}"
-                            if status == 429:
-                                wait = _retry_after(headers.get("retry-after"))
-                        else:
-                            raise ModelError(f"the endpoint refused the request: HTTP {status}: {text[:300]}")
+                    body, last, wait = self._outcome(status, headers, data)
+                    if body is not None:
+                        self._given_up_in_a_row = 0
+                        return body
+            if wait is not None and wait > self.config.max_wait:  # it will not answer for longer than we would wait
+                self._open(
+                    wait,
+                    f"the endpoint asks to wait {wait:,.0f} s before the next call (HTTP 429, "
+                    f"Retry-After), longer than the {self.config.max_wait:g} s evalcore waits; {last}",
+                )
+                raise ModelError(self._open_why)
             if attempt == self.config.max_retries:
                 break
             delay = self.config.backoff * (2**attempt) * (0.5 + random.random() / 2)
             await _pause(min(self.config.max_wait, wait if wait is not None else delay))
+        self._given_up_in_a_row += 1
+        if self._given_up_in_a_row >= BREAKER_AFTER:
+            self._open(BREAKER_SECONDS, f"{self._given_up_in_a_row} calls in a row were given up on (the last: {last})")
         raise ModelError(f"gave up after {self.config.max_retries + 1} tries: {last}")
+
+    def _outcome(
+        self, status: int, headers: httpx.Headers, data: bytes
+    ) -> tuple[dict[str, Any] | None, str, float | None]:
+        """An answer read: its JSON object (None when there is none to use), what went wrong, how long the endpoint
+        asks to wait (``Retry-After`` of a 429). A refusal that retrying cannot change raises ``ModelError``."""
+        if status == 200:
+            try:
+                body = json.loads(data)
+            except (ValueError, RecursionError):
+                return None, "the endpoint answered 200 with a body that is not JSON", None
+            if isinstance(body, dict):
+                return body, "", None
+            return None, "the endpoint answered 200 with JSON that is not an object", None
+        text = self.redact(data.decode("utf-8", "replace"))
+        if status == 429 or status >= 500:
+            wait = _retry_after(headers.get("retry-after")) if status == 429 else None
+            return None, f"HTTP {status}: {text[:200]}", wait
+        raise ModelError(f"the endpoint refused the request: HTTP {status}: {text[:300]}")
+
+    def _open(self, seconds: float, why: str) -> None:
+        """Stop calling the endpoint for ``seconds`` (the calls meanwhile fail at once, with ``why``)."""
+        self._open_until = max(self._open_until, time.monotonic() + seconds)
+        self._open_why = why + "; no call is sent to it until then (run again later: what was done is kept)"
 
     async def _exchange(self, client: httpx.AsyncClient, request: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
         """One HTTP exchange: status, headers and the body, decompressed, read as a stream under the caps.

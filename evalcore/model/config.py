@@ -6,13 +6,13 @@ models the solver converses with (``evalcore.solver``) both go through ``evalcor
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 from evalcore import config
+from evalcore._infra.jsonopt import json_option
 from evalcore.errors import UsageError
 from evalcore.model.redact import public_url
 
@@ -44,10 +44,10 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[f
                 data = file.read(MAX_PRICES_BYTES + 1)
             if len(data) > MAX_PRICES_BYTES:
                 raise ValueError(f"the file is larger than {MAX_PRICES_BYTES >> 20} MiB: not a price table")
-            extra = json.loads(data.decode("utf-8"))
+            extra = json_option(data.decode("utf-8"), "the file")
             for model, pair in extra.items():
                 prices[model] = (float(pair[0]), float(pair[1]))
-        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError) as exc:
+        except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError, UsageError) as exc:
             raise UsageError(
                 f'cannot read prices from {source}: expected {{"model": [input, output]}} ({exc})'
             ) from exc

@@ -112,11 +112,18 @@ class Redactor:
         for secret in secrets:
             if not secret or len(secret.strip()) < MIN_SECRET_CHARS:
                 continue
-            # The secret as written, as JSON escapes it and as a URL encodes it.
-            forms |= {secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe=""), secret.strip()}
+            # The secret as written, as JSON escapes it and as a URL encodes it; and as an endpoint echoing it might
+            # turn it: reversed, and in base64 (standard and URL-safe, with or without its padding). Its upper and
+            # lower case are matched by ignoring case.
+            written = {secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe=""), secret.strip()}
+            forms |= written | {form[::-1] for form in written}
+            raw = secret.strip().encode()
+            for encoded in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()):
+                forms |= {encoded, encoded.rstrip("=")}
         forms = {form for form in forms if len(form) >= MIN_SECRET_CHARS}
         self.secrets = sorted(forms, key=len, reverse=True)  # longest first: no half-redacted leftovers
-        self._literal = re.compile("|".join(map(re.escape, self.secrets))) if self.secrets else None
+        pattern = "|".join(map(re.escape, self.secrets))
+        self._literal = re.compile(pattern, re.IGNORECASE) if self.secrets else None
 
     def __call__(self, text: str) -> str:
         """``text`` with the secrets and every credential-shaped part replaced by ``[REDACTED]``."""

@@ -3,7 +3,8 @@ against any OpenAI-compatible model.
 
 ``load_task`` / ``parse_task`` read a task file into typed message builders (``TaskError`` lists every
 problem); ``load_samples`` reads the samples; ``solve`` runs them concurrently through a ``ChatModel``
-(``evalcore.model.ModelClient``), giving a ``SampleResult`` per sample.
+(``evalcore.model.ModelClient``), giving a ``SampleResult`` per sample. Task files are treated as hostile: their
+templates run in a bounded sandbox (``evalcore.solver.sandbox``, its bounds in ``evalcore.solver.limits``).
 """
 
 from evalcore.solver.run import (
@@ -12,6 +13,7 @@ from evalcore.solver.run import (
     Completion,
     SampleResult,
     SolveError,
+    StopRequested,
     sample_key,
     solve,
     solve_sample,
@@ -49,6 +51,7 @@ __all__ = [
     "SamplesError",
     "SolveError",
     "Solver",
+    "StopRequested",
     "Task",
     "TaskError",
     "TemplateError",

@@ -21,10 +21,10 @@ from typing import Any
 from evalcore.importing import store_sessions
 from evalcore.model import ModelClient, ModelConfig
 from evalcore.schema import Provenance, Session
-from evalcore.solver.run import SampleResult, sample_key, solve
+from evalcore.solver.run import SampleResult, StopRequested, sample_key, solve
 from evalcore.solver.task import Task
 from evalcore.store import Store
-from evalcore.store.queries import SessionFilter, metadata_of
+from evalcore.store.queries import SessionFilter
 
 __all__ = ["SolveReport", "sample_session_id", "solve_into"]
 
@@ -169,8 +169,9 @@ async def _solve(
             default_model=config.model,
             concurrency=concurrency,
             on_result=done,
+            should_stop=should_stop,
         )
-    except _Stop:
+    except (_Stop, StopRequested):
         pass
     finally:
         await client.aclose()
@@ -206,10 +207,10 @@ def _session(result: SampleResult, session_id: str, model: str, task: Task, inde
 def _solved(store: Store, dataset: str, model: str) -> dict[str, str]:
     """The sessions of ``dataset`` solved by ``model`` without an error: their ids, each with the ``sample_key`` it
     was solved for (the task's hash, the model, the sample: a changed task, config or sample is solved again)."""
-    if dataset not in store.dataset_names():
+    if dataset not in store.datasets.names():
         return {}
     done = {}
-    for sid, solver in metadata_of(store, dataset, "solver", SessionFilter(assistant=model)):
+    for sid, solver in store.sessions.metadata_of(dataset, "solver", SessionFilter(assistant=model)):
         if isinstance(solver, dict) and not solver.get("error") and sid and isinstance(solver.get("sample_key"), str):
             done[sid] = solver["sample_key"]
     return done

@@ -53,6 +53,7 @@ from evalcore.errors import EvalcoreError, UsageError
 from evalcore.formats._chat import chat_message_out
 from evalcore.formats.jsonio import loads
 from evalcore.schema import Message, Session, call_ids
+from evalcore.solver.limits import Allowance, StopRequested
 from evalcore.solver.task import (
     ChatMessage,
     Generate,
@@ -67,11 +68,13 @@ from evalcore.solver.task import (
 from evalcore.solver.templates import MessagesView, SampleView, Templates
 
 __all__ = [
+    "MAX_CONVERSATION",
     "CallRecord",
     "ChatModel",
     "Completion",
     "SampleResult",
     "SolveError",
+    "StopRequested",
     "sample_key",
     "solve",
     "solve_sample",
@@ -200,6 +203,10 @@ def sample_key(task_hash: str, model: str, sample: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+#: The most characters one sample's conversation may hold (its messages' texts).
+MAX_CONVERSATION = 10_000_000
+
+
 class _Conversation:
     """The messages so far, kept three ways: canonical, as chat dicts for the model, as the templates see them."""
 
@@ -207,23 +214,41 @@ class _Conversation:
         self.messages: list[Message] = []
         self.chat: list[dict[str, Any]] = []
         self.view = MessagesView()
+        self.size = 0  # characters of the messages' texts
 
     def __len__(self) -> int:
         return len(self.messages)
 
-    def add(self, message: Message, chat: dict[str, Any] | None = None) -> None:
+    def add(self, message: Message, chat: dict[str, Any] | None = None, where: str = "") -> None:
+        """Add ``message``; one that would make the conversation hold more than ``MAX_CONVERSATION`` characters is
+        a ``SolveError`` naming ``where`` it came from."""
+        text = message.text
+        if self.size + len(text) > MAX_CONVERSATION:
+            raise SolveError(
+                f"{where}: the conversation would hold more than {MAX_CONVERSATION:,} characters "
+                f"(it holds {self.size:,} in {len(self.messages):,} messages)"
+            )
         self.messages.append(message)
         self.chat.append(chat if chat is not None else {"role": message.role, "content": message.content})
-        self.view.append({"role": message.role, "content": message.text})
+        self.view.append({"role": message.role, "content": text})
+        self.size += len(text)
 
     def truncate(self, length: int) -> None:
+        self.size -= sum(len(seen["content"]) for seen in self.view[length:])
         del self.messages[length:], self.chat[length:], self.view[length:]
 
 
 class _Run:
     """One sample's run through the builders."""
 
-    def __init__(self, task: Task, sample: dict[str, Any], model: ChatModel, default_model: str) -> None:
+    def __init__(
+        self,
+        task: Task,
+        sample: dict[str, Any],
+        model: ChatModel,
+        default_model: str,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.task = task
         self.templates: Templates = task.templates()
         self.sample = SampleView(sample)
@@ -231,6 +256,7 @@ class _Run:
         self.default_model = default_model
         self.conversation = _Conversation()
         self.calls: list[CallRecord] = []
+        self.allowance = Allowance(should_stop=should_stop)  # the sample's templates' time, the run's stop
 
     async def run(self) -> None:
         met = await self.builders(self.task.builders, "", None)
@@ -246,6 +272,7 @@ class _Run:
         """Run ``builders`` in order; stop at the first whose ``terminate_if`` is met, and return that condition."""
         for i, builder in enumerate(builders):
             path = f"{prefix}message_builders[{i}]"
+            self.allowance.check()
             if isinstance(builder, Loop):
                 await self.loop(builder, path)
                 continue
@@ -253,7 +280,7 @@ class _Run:
                 self.load_trace(builder, path)
                 continue
             message = await self.message(builder, path, loop_index)
-            self.conversation.add(message)
+            self.conversation.add(message, where=path)
             condition = builder.terminate_if
             if condition is not None and condition.met(message.text):
                 return condition
@@ -291,7 +318,12 @@ class _Run:
 
     def render(self, message: InputMessage, where: str, loop_index: int | None) -> str:
         return self.templates.render(
-            message.content, where, sample=self.sample, messages=self.conversation.view, loop_index=loop_index
+            message.content,
+            where,
+            sample=self.sample,
+            messages=self.conversation.view,
+            loop_index=loop_index,
+            allowance=self.allowance,
         )
 
     async def call(self, messages: list[dict[str, Any]], model: str, path: str) -> str:
@@ -314,7 +346,7 @@ class _Run:
 
     def load_trace(self, builder: LoadTrace, path: str) -> None:
         for message, chat in load_trace_messages(self.sample, builder.trace_column, path):
-            self.conversation.add(message, chat)
+            self.conversation.add(message, chat, path)
 
 
 def load_trace_messages(sample: dict[str, Any], column: str, path: str) -> list[tuple[Message, dict[str, Any]]]:
@@ -361,18 +393,28 @@ def _ready(task: Task) -> None:
         raise TaskError(task.source, [f"config keys not filled: {keys} (give --config KEY=VALUE for each)"])
 
 
-async def solve_sample(task: Task, sample: dict[str, Any], model: ChatModel, *, default_model: str) -> SampleResult:
+async def solve_sample(
+    task: Task,
+    sample: dict[str, Any],
+    model: ChatModel,
+    *,
+    default_model: str,
+    should_stop: Callable[[], bool] | None = None,
+) -> SampleResult:
     """Run ``task``'s builders for one sample with ``model`` (the model under evaluation: ``default_model``).
 
     A failure of the sample is in the result's ``error`` (with the conversation so far), not raised; a task
-    whose ``<< config.KEY >>`` are not filled is a ``TaskError``.
+    whose ``<< config.KEY >>`` are not filled is a ``TaskError``. ``should_stop()`` is asked between builders and
+    while a template renders (every 0.1 s at most): True raises ``StopRequested`` (the sample is not finished).
     """
     _ready(task)
     started = time.perf_counter()
-    run = _Run(task, sample, model, default_model)
+    run = _Run(task, sample, model, default_model, should_stop)
     error = None
     try:
         await run.run()
+    except StopRequested:
+        raise
     except EvalcoreError as exc:
         error = str(exc)
     messages = run.conversation.messages
@@ -400,12 +442,15 @@ async def solve(
     default_model: str,
     concurrency: int = 1,
     on_result: OnResult | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[SampleResult]:
     """Solve every sample, at most ``concurrency`` at a time; ``on_result(index, result)`` is called (and
     awaited, when it returns an awaitable) as each finishes. Returns the results in the samples' order.
 
     A sample's failure is its result's ``error``; an exception of ``on_result`` stops the run (the samples in
-    flight are cancelled) and is raised.
+    flight are cancelled) and is raised. ``should_stop()`` is asked every 0.1 s (between builders, while a
+    template renders, while a model answers): once it says True the samples in flight are given up and
+    ``StopRequested`` is raised (those finished were given to ``on_result``).
     """
     _ready(task)
     if concurrency < 1:
@@ -418,20 +463,32 @@ async def solve(
 
     async def worker() -> None:
         for index, sample in todo:  # shared by the workers: each takes the next sample when it is free
-            result = await solve_sample(task, sample, model, default_model=default_model)
+            result = await solve_sample(task, sample, model, default_model=default_model, should_stop=should_stop)
             results[index] = result
             if on_result is not None:
                 returned = on_result(index, result)
                 if inspect.isawaitable(returned):
                     await returned
 
+    async def watch(stop: Callable[[], bool]) -> None:  # for samples waiting on a model (templates look themselves)
+        while not stop():
+            await asyncio.sleep(STOP_POLL)
+        raise StopRequested("the run was asked to stop")
+
     workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(samples)))]
+    everything = [*workers, *([asyncio.ensure_future(watch(should_stop))] if should_stop is not None else [])]
     try:
-        done, _ = await asyncio.wait(workers, return_when=asyncio.FIRST_EXCEPTION)
-        for finished in done:
-            finished.result()  # the first failure, raised
+        waiting = set(everything)
+        while not all(w.done() for w in workers):
+            done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            for finished in done:
+                finished.result()  # the first failure (or the stop), raised
     finally:
-        for pending in workers:
-            pending.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        for running in everything:
+            running.cancel()
+        await asyncio.gather(*everything, return_exceptions=True)  # (each one's end retrieved: none left to log)
     return [r for r in results if r is not None]
+
+
+#: Seconds between two looks at ``should_stop`` while samples wait on a model.
+STOP_POLL = 0.1

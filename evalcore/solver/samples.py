@@ -8,7 +8,8 @@ the file has no problem, else a ``SamplesError`` listing them all (nothing is ru
 from __future__ import annotations
 
 import csv
-import io
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,40 @@ def _objects(values: list[tuple[str, Any]]) -> tuple[Placed, list[str]]:
     return rows, problems
 
 
+#: One CSV record (as Python's csv module reads the default dialect): fields separated by commas, a field quoted
+#: with ``"`` (``""`` inside) running over lines (to the end of the text when it is not closed), a record up to the
+#: line's end outside quotes.
+_FIELD = r'(?:"(?:[^"]|"")*(?:"[^,\r\n]*|\Z)|(?:[^",\r\n][^,\r\n]*)?)'
+_RECORD = re.compile(rf"{_FIELD}(?:,{_FIELD})*(?:\r\n|\n|\r|\Z)")
+_NEWLINE = re.compile(r"\r\n|\n|\r")
+
+
+class _Records:
+    """The CSV records of ``text``, one string each, as the csv module reads them (``line``: where the last one given
+    starts). Given to one ``csv.reader``, a record it refuses (a field over its size limit) costs only itself: the
+    reader goes on with the next record, not with the next line of a record it gave up in the middle of."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.line = 0
+
+    def __iter__(self) -> Iterator[str]:
+        text, pos, line = self.text, 0, 1
+        while pos < len(text):
+            match = _RECORD.match(text, pos)
+            assert match is not None  # (every field may be empty: the pattern always matches)
+            record = match.group()
+            self.line = line
+            yield record
+            line += len(_NEWLINE.findall(record))
+            pos = match.end()
+
+
 def _csv_rows(text: str) -> tuple[Placed, list[str]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    records = _Records(text)
+    reader = csv.reader(records)
     try:
-        header = next(reader, None)
+        header = next(reader, [])
     except csv.Error as exc:
         return [], [f"line 1: not valid CSV: {exc}"]
     if not header or not any(name.strip() for name in header):
@@ -127,16 +158,19 @@ def _csv_rows(text: str) -> tuple[Placed, list[str]]:
     rows: Placed = []
     problems: list[str] = []
     place = 0
-    try:
-        for cells in reader:
-            line = reader.line_num
-            if not cells:
-                continue  # a blank line
+    while True:
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:  # this record only: the reader goes on with the next one
             place += 1
-            if len(cells) != len(header):
-                problems.append(f"line {line}: {len(cells)} fields, the header has {len(header)}")
-                continue
-            rows.append((place - 1, dict(zip(header, cells, strict=True))))
-    except csv.Error as exc:
-        problems.append(f"line {reader.line_num}: not valid CSV: {exc}")
-    return rows, problems
+            problems.append(f"line {records.line}: not valid CSV: {exc}")
+            continue
+        if cells is None:
+            return rows, problems
+        if not cells:
+            continue  # a blank line
+        place += 1
+        if len(cells) != len(header):
+            problems.append(f"line {records.line}: {len(cells)} fields, the header has {len(header)}")
+            continue
+        rows.append((place - 1, dict(zip(header, cells, strict=True))))

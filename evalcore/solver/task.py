@@ -60,6 +60,9 @@ _LOOP_TYPES = ("chat_message", "generate", "generate_message", "loop")
 PLACEHOLDER = re.compile(r"<<\s*config\.([A-Za-z_][A-Za-z0-9_.-]*)\s*>>")
 _STRICT = ConfigDict(extra="forbid", strict=False)
 Loc = tuple[str | int, ...]
+#: The most a loop may iterate, and the most message builders one sample may run (loops inside loops multiply).
+MAX_ITERATIONS = 1_000
+MAX_STEPS = 10_000
 
 
 class TaskError(UsageError):
@@ -153,7 +156,7 @@ class Loop(BaseModel):
 
     type: Literal["loop"]
     message_builders: list[LoopBuilder] = Field(min_length=1)
-    max_iterations: int = Field(default=10, ge=1)
+    max_iterations: int = Field(default=10, ge=1, le=MAX_ITERATIONS)
     on_max_iterations: Literal["error", "continue"] = "error"
 
     def can_terminate(self) -> bool:
@@ -250,10 +253,24 @@ def load_task(path: str | Path, config: Mapping[str, str] | None = None) -> Task
     """Read the task file at ``path`` (filled from ``config`` when given); a bad file is a ``TaskError``."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as file:
+            data = file.read(MAX_TASK_SIZE + 1)  # (a task named /dev/zero is read no further)
+        if len(data) > MAX_TASK_SIZE:
+            raise TaskError(str(path), [_too_big()])
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(str(path), [f"cannot read the file: {exc}"]) from None
     return parse_task(text, config, source=str(path))
+
+
+#: The largest task file read (characters of a text; bytes of a file).
+MAX_TASK_SIZE = 1_000_000
+#: How deep a task file may nest mappings and lists (its aliases expanded).
+MAX_NESTING = 100
+
+
+def _too_big() -> str:
+    return f"the file is larger than a task file may be ({MAX_TASK_SIZE:,} bytes)"
 
 
 def parse_task(text: str, config: Mapping[str, str] | None = None, *, source: str = "task") -> Task:
@@ -262,11 +279,19 @@ def parse_task(text: str, config: Mapping[str, str] | None = None, *, source: st
 
     Each problem names the builder's path and field, and the line of the file it is on.
     """
+    if len(text) > MAX_TASK_SIZE:
+        raise TaskError(source, [_too_big()])
+    _check_nesting(text, source)  # before the recursive reads below
     try:
         document = yaml.safe_load(text)
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise TaskError(source, [_yaml_problem(exc)]) from None
+    except ValueError as exc:  # a number past Python's 4,300 digits, a date that does not exist
+        reason = "a number of more than 4,300 digits" if "integer string conversion" in str(exc) else str(exc)
+        raise TaskError(source, [f"a value that cannot be read: {reason}"]) from None
+    except RecursionError:  # (the nesting was checked: a backstop)
+        raise TaskError(source, [f"nested more than {MAX_NESTING} deep"]) from None
     _check_size(document, source)
     solver = _solver_block(document, source)
     node = _child(_child(root, "definition"), "solver")
@@ -278,17 +303,60 @@ def parse_task(text: str, config: Mapping[str, str] | None = None, *, source: st
 MAX_VALUES = 100_000
 
 
+def _too_many() -> str:
+    return f"the file holds more than {MAX_VALUES:,} values once its aliases (*name) are expanded"
+
+
+def _check_nesting(text: str, source: str) -> None:
+    """Refuse a file that nests more than ``MAX_NESTING`` deep (counting what its aliases bring where they are used),
+    whose alias is inside its own anchor, or that holds more than ``MAX_VALUES`` values, from YAML's events: without
+    recursion, and stopping at the first such place (PyYAML reads nesting recursively, and slowly when deep)."""
+    heights: dict[str, int] = {}  # each anchor's height: 0 for a scalar, 1 + its tallest part for a collection
+    open_: list[list[Any]] = []  # each collection open: [its anchor, the height of its tallest part so far]
+    try:
+        count = 0
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = f"line {event.start_mark.line + 1}: " if event.start_mark is not None else ""
+            if isinstance(event, yaml.NodeEvent):  # a scalar, an alias or a collection: one value
+                count += 1
+                if count > MAX_VALUES:
+                    raise TaskError(source, [_too_many()])
+            height = 0
+            if isinstance(event, yaml.CollectionStartEvent):
+                open_.append([event.anchor, 0])
+                if len(open_) > MAX_NESTING:
+                    raise TaskError(source, [f"{line}nested more than {MAX_NESTING} deep"])
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                anchor, tallest = open_.pop()
+                height = tallest + 1
+                if anchor is not None:
+                    heights[anchor] = height
+            elif isinstance(event, yaml.AliasEvent):
+                if event.anchor not in heights:
+                    raise TaskError(source, [f"{line}the alias *{event.anchor} is inside its own anchor"])
+                height = heights[event.anchor]
+                if len(open_) + height > MAX_NESTING:
+                    reason = f"{line}nested more than {MAX_NESTING} deep once *{event.anchor} is expanded"
+                    raise TaskError(source, [reason])
+            elif isinstance(event, yaml.ScalarEvent) and event.anchor is not None:
+                heights[event.anchor] = 0
+            if open_:
+                open_[-1][1] = max(open_[-1][1], height)
+    except yaml.YAMLError:
+        return  # reported as the file is read
+
+
 def _check_size(document: Any, source: str) -> None:
     """Refuse a document of more than ``MAX_VALUES`` values, counting each alias where it is used (so that
-    nested aliases, or an alias inside its own anchor, cannot make the checks below run for ever)."""
+    nested aliases cannot make the checks below run for ever)."""
     stack = [document]
     count = 0
     while stack:
         value = stack.pop()
         count += 1
         if count > MAX_VALUES:
-            reason = f"the file holds more than {MAX_VALUES:,} values once its aliases (*name) are expanded"
-            raise TaskError(source, [reason])
+            raise TaskError(source, [_too_many()])
         if isinstance(value, dict):
             stack.extend(value.values())
         elif isinstance(value, list):
@@ -369,6 +437,14 @@ def _build(
         solver = Solver.model_validate(filled)
     except ValidationError as exc:
         problems += [_problem(error) for error in exc.errors()]
+    else:
+        steps, where = _most_steps(solver.message_builders, ())
+        if steps > MAX_STEPS:
+            reason = (
+                f"one sample could run {_count(steps)} message builders (a loop runs what it holds max_iterations "
+                f"times, loops inside loops multiply); at most {MAX_STEPS:,}"
+            )
+            problems.append(((*where, "max_iterations") if where else ("message_builders",), reason))
     if problems:
         problems.sort(key=lambda problem: [part for part in problem[0] if isinstance(part, int)])
         raise TaskError(source, [f"{_where(loc)}: {reason}{_line(node, loc)}" for loc, reason in problems])
@@ -376,6 +452,29 @@ def _build(
     task._node = node
     task.templates()  # every template compiled now (checked above: a syntax error is the file's problem)
     return task
+
+
+def _most_steps(builders: list[Any], loc: Loc) -> tuple[int, Loc | None]:
+    """The most message builders ``builders`` can run for one sample, and where the deepest loop is that can run
+    more than ``MAX_STEPS`` on its own (``None``: none can)."""
+    total = 0
+    where: Loc | None = None
+    for i, builder in enumerate(builders):
+        if isinstance(builder, Loop):
+            here: Loc = (*loc, "message_builders", i, "loop")
+            inner, deeper = _most_steps(builder.message_builders, here)
+            steps = builder.max_iterations * inner
+            total += steps
+            if where is None:
+                where = deeper if deeper is not None else here if steps > MAX_STEPS else None
+        else:
+            total += 1
+    return total, where
+
+
+def _count(number: int) -> str:
+    """A count as a person reads it (one past 10**30: its order of magnitude)."""
+    return f"{number:,}" if number < 10**30 else f"about 10^{len(str(number)) - 1}"
 
 
 def _strings(value: Any, loc: Loc) -> Iterator[tuple[Loc, str]]:
@@ -495,9 +594,11 @@ def _reason(kind: str, error: ErrorDetails) -> str:
     ctx = error.get("ctx") or {}
     value = error.get("input")
     if kind == "literal_error":
-        return f"expected one of {ctx.get('expected', '?')}, got {value!r}"
+        return f"expected one of {ctx.get('expected', '?')}, got {_shown(value)}"
     if kind == "greater_than_equal":
-        return f"must be at least {ctx.get('ge')}, got {value!r}"
+        return f"must be at least {ctx.get('ge')}, got {_shown(value)}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le'):,}, got {_shown(value)}"
     if kind == "too_short" and isinstance(value, list):
         return "must not be empty"
     if kind == "string_too_short":
@@ -505,7 +606,25 @@ def _reason(kind: str, error: ErrorDetails) -> str:
     template = _REASONS.get(kind)
     if template is None:
         return str(error["msg"])
-    return template.format(kind=_kind(value), input=value)
+    return template.format(kind=_kind(value), input=_Shown(value))
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` as a problem quotes it: a number of more than 30 digits by its size, a long text cut."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 100:
+        return f"a number of about {value.bit_length() * 3 // 10:,} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Shown:
+    """A value in a problem's template: ``{input!r}`` is ``_shown(value)``."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return _shown(self.value)
 
 
 def _kind(value: Any) -> str:

@@ -2,10 +2,12 @@
 
 A message's ``content`` is a Jinja template over ``sample`` (the sample's fields), ``messages`` (the
 conversation so far: ``{role, content}`` dicts) and ``loop_index`` (the current iteration of the
-innermost loop, from 0). The environment is Jinja's ``ImmutableSandboxedEnvironment``: a template
-cannot reach Python internals (``{{ ''.__class__ }}``, ``{{ sample.__class__ }}``...) nor change
-what it is given; such an attempt fails the sample with a ``TemplateError`` that says so. An
-undefined variable is an error naming it and the builder (``StrictUndefined``), never an empty text.
+innermost loop, from 0). The environment is Jinja's ``ImmutableSandboxedEnvironment`` with bounds
+(``evalcore.solver.sandbox``, ``evalcore.solver.limits``): a template cannot reach Python internals
+(``{{ ''.__class__ }}``, ``{{ sample.__class__ }}``...) nor change what it is given, nor make a value
+past ``MAX_TEXT``, nor run past its deadline; such an attempt fails the sample with a ``TemplateError``
+that says so (a run asked to stop raises ``StopRequested`` instead). An undefined variable is an error
+naming it and the builder (``StrictUndefined``), never an empty text.
 
 Each distinct template of a task is compiled once, when the task is parsed (a syntax error is then a
 problem of the file), and rendered per sample. A content with no Jinja in it is used as it is.
@@ -15,16 +17,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined
-from jinja2.exceptions import SecurityError, TemplateRuntimeError, UndefinedError
-from jinja2.runtime import Context
-from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
+from jinja2 import StrictUndefined, Template, TemplateSyntaxError
+from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.utils import missing
 
 from evalcore.errors import EvalcoreError
+from evalcore.solver import limits
+from evalcore.solver.limits import (
+    MAX_SECONDS,
+    MAX_TEXT,
+    Allowance,
+    Budget,
+    OverBudget,
+    StopRequested,
+    TooLarge,
+)
+from evalcore.solver.sandbox import SandboxEnvironment
 
 if TYPE_CHECKING:
     from evalcore.solver.task import InputMessage, Task
@@ -66,85 +76,33 @@ class _Undefined(StrictUndefined):
         return str(super()._undefined_message)
 
 
-#: The longest text or list a template may make with ``*``, and the largest exponent of ``**``.
-MAX_REPEAT = 1_000_000
-MAX_EXPONENT = 1_000
-#: The longest text a template may render, and the longest it may take (checked as its output comes).
-MAX_TEXT = 1_000_000
-MAX_SECONDS = 5.0
-
-
-class _TooLarge(TemplateRuntimeError):
-    """A template asked for a value too large to make (``'a' * 10**10``, ``7 ** 100000``, a huge text)."""
-
-
-#: The render under way on this thread or task: when it must end (``range`` looks, as loops go round).
-_DEADLINE: ContextVar[float] = ContextVar("template_deadline", default=float("inf"))
-
-
-def _timed_range(*args: int) -> Iterator[int]:
-    """The sandbox's ``range`` (at most ``MAX_RANGE`` items), given up past the render's deadline: loops that
-    write nothing are bounded in time too."""
-    deadline = _DEADLINE.get()
-    for n, value in enumerate(safe_range(*args)):
-        if n % 1024 == 0 and time.monotonic() > deadline:
-            raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
-        yield value
-
-
-class _Environment(ImmutableSandboxedEnvironment):
-    """The sandbox, where an attribute or item of something undefined stays that first undefined (so the
-    error names the first missing or forbidden step, not the last); ``*``, ``**`` and ``+`` refuse values
-    past their bounds, and loops over ``range`` past the render's time. (A template can still grow a text
-    with ``~`` in a loop over a ``namespace``: task files are the user's own, like scripts; a text rendered
-    past ``MAX_TEXT`` is refused.)"""
-
-    intercepted_binops = frozenset({"*", "**", "+"})
-
-    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
-        sequences = isinstance(left, str | list | tuple) and isinstance(right, str | list | tuple)
-        if operator == "+" and sequences and len(left) + len(right) > MAX_TEXT:
-            raise _TooLarge(f"a value of {len(left) + len(right):,} items; at most {MAX_TEXT:,}")
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(times, int) and len(seq) * times > MAX_REPEAT:
-                    raise _TooLarge(f"a value of {len(seq) * times:,} items; at most {MAX_REPEAT:,}")
-        elif operator == "**" and isinstance(right, int) and abs(right) > MAX_EXPONENT and left not in (0, 1, -1):
-            raise _TooLarge(f"an exponent of {right:,}; at most {MAX_EXPONENT:,}")
-        return super().call_binop(context, operator, left, right)
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if isinstance(obj, Undefined):
-            return obj
-        return super().getattr(obj, attribute)
-
-    def getitem(self, obj: Any, argument: Any) -> Any:
-        if isinstance(obj, Undefined):
-            return obj
-        return super().getitem(obj, argument)
-
-
-_ENV = _Environment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
-_ENV.globals["range"] = _timed_range
+_ENV = SandboxEnvironment(undefined=_Undefined, autoescape=False, keep_trailing_newline=True)
 _OUTSIDE_LOOP = _Undefined(hint="'loop_index' is undefined: it is defined only inside a loop", name="loop_index")
 
 
-def _bounded(template: Template, variables: dict[str, Any]) -> str:
-    """``template`` rendered, given up past ``MAX_TEXT`` characters or ``MAX_SECONDS`` (a loop that writes)."""
-    deadline = time.monotonic() + MAX_SECONDS
-    token = _DEADLINE.set(deadline)
+def _bounded(template: Template, variables: dict[str, Any], allowance: Allowance | None) -> str:
+    """``template`` rendered within its bounds (``evalcore.solver.limits``): at most ``MAX_TEXT`` characters,
+    ``MAX_SECONDS`` (or what is left of the sample's ``allowance``), and stopped when the run is asked to stop."""
+    seconds, late = MAX_SECONDS, f"the template ran for more than {MAX_SECONDS:g} s"
+    if allowance is not None and allowance.seconds - allowance.spent < seconds:
+        seconds = max(allowance.seconds - allowance.spent, 0.0)
+        late = f"the sample's templates ran for more than {allowance.seconds:g} s in all"
+    current = Budget(seconds, late, allowance.should_stop if allowance is not None else None)
+    started = time.monotonic()
     parts: list[str] = []
     size = 0
+    token = limits.start(current)
     try:
-        for part in template.generate(variables):
+        current.tick()
+        for part in template.generate(variables):  # (its loops and calls look at the time)
             parts.append(part)
             size += len(part)
             if size > MAX_TEXT:
-                raise _TooLarge(f"a text of more than {MAX_TEXT:,} characters")
-            if time.monotonic() > deadline:
-                raise _TooLarge(f"more than {MAX_SECONDS:g} s of rendering")
+                raise TooLarge(f"a text of more than {MAX_TEXT:,} characters")
     finally:
-        _DEADLINE.reset(token)
+        limits.stop(token)
+        if allowance is not None:
+            allowance.spent += time.monotonic() - started
     return "".join(parts)
 
 
@@ -160,7 +118,13 @@ def syntax_problem(source: str) -> str | None:
         _ENV.parse(source)
     except TemplateSyntaxError as exc:
         return f"template syntax error on its line {exc.lineno}: {exc.message}"
+    except (RecursionError, SyntaxError, MemoryError):
+        return _TOO_DEEP
     return None
+
+
+#: What a template nested too deep to compile is told (Jinja and Python compile it recursively).
+_TOO_DEEP = "the template nests too deeply to compile (brackets, blocks or filters inside one another)"
 
 
 def message_templates(task: Task) -> Iterator[tuple[str, InputMessage]]:
@@ -199,6 +163,8 @@ class Templates:
                 templates.compile(message.content)
             except TemplateSyntaxError as exc:
                 problems.append(f"{path}: content: template syntax error on its line {exc.lineno}: {exc.message}")
+            except (RecursionError, SyntaxError, MemoryError):
+                problems.append(f"{path}: content: {_TOO_DEEP}")
         if problems:
             raise TaskError(task.source, problems)
         return templates
@@ -220,23 +186,33 @@ class Templates:
         sample: Mapping[str, Any],
         messages: list[dict[str, Any]],
         loop_index: int | None = None,
+        allowance: Allowance | None = None,
     ) -> str:
-        """``source`` filled for one sample; ``where`` (the builder's path and field) names it in errors."""
+        """``source`` filled for one sample; ``where`` (the builder's path and field) names it in errors.
+
+        ``allowance``: what the sample's templates may still take (their time in all, the run's ``should_stop``);
+        a stop asked for raises ``StopRequested`` (not a ``TemplateError``: the sample did not fail)."""
         try:
             template = self.compile(source)
         except TemplateSyntaxError as exc:
             raise TemplateError(f"{where}: template syntax error on its line {exc.lineno}: {exc.message}") from None
+        except (RecursionError, SyntaxError, MemoryError):
+            raise TemplateError(f"{where}: {_TOO_DEEP}") from None
         if template is None:
             return source
         view = sample if isinstance(sample, SampleView) else SampleView(sample)
         index: Any = _OUTSIDE_LOOP if loop_index is None else loop_index
         try:
-            return _bounded(template, {"sample": view, "messages": messages, "loop_index": index})
+            return _bounded(template, {"sample": view, "messages": messages, "loop_index": index}, allowance)
+        except StopRequested:
+            raise
         except SecurityError as exc:
             raise TemplateError(f"{where}: the template may not reach Python internals ({exc})") from None
         except UndefinedError as exc:
             raise TemplateError(f"{where}: undefined variable: {exc}") from None
-        except (_TooLarge, OverflowError) as exc:
+        except OverBudget as exc:
+            raise TemplateError(f"{where}: {exc}") from None
+        except OverflowError as exc:
             raise TemplateError(f"{where}: the template asks for too large a value ({exc})") from None
         except Exception as exc:  # a template's own failure (1/0, a bad filter argument): the sample's error
             raise TemplateError(f"{where}: the template failed: {type(exc).__name__}: {exc}") from None

@@ -1,14 +1,18 @@
-"""Datasets as a whole: what each holds and how far its review has come; renaming and deleting."""
+"""Datasets: creating and finding them, what each holds and how far its review has come; renaming and deleting."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.schema import STATUSES
-from evalcore.store.store import Store
+from evalcore.store.records import Dataset, now
 
-__all__ = ["DatasetOverview", "delete_dataset", "overviews", "rename_dataset"]
+if TYPE_CHECKING:
+    from evalcore.store.store import Store
+
+__all__ = ["DatasetOverview", "Datasets"]
 
 
 @dataclass(frozen=True)
@@ -35,37 +39,6 @@ class DatasetOverview:
         return self.reviewed / self.sessions if self.sessions else 0.0
 
 
-def overviews(store: Store) -> list[DatasetOverview]:
-    """Every dataset with its counts, sorted by name."""
-    db = store.db
-    per: dict[int, dict[str, int]] = {}
-    truth: dict[int, int] = {}
-    formats: dict[int, list[str]] = {}
-    # Each count from one index alone (idx_sessions_status, idx_sessions_has_truth, idx_sessions_format), not
-    # from the sessions' rows: this runs on every visit of the Datasets page.
-    counts = db.execute("SELECT dataset_id, status, count(*) FROM sessions GROUP BY dataset_id, status")
-    for dataset_id, status, n in counts:
-        per.setdefault(dataset_id, dict.fromkeys(STATUSES, 0))[status] = n
-    truth.update(db.execute("SELECT dataset_id, count(*) FROM sessions WHERE has_truth = 1 GROUP BY dataset_id"))
-    for dataset_id, fmt in db.execute(
-        "SELECT dataset_id, format FROM sessions WHERE format IS NOT NULL GROUP BY dataset_id, format"
-    ):
-        formats.setdefault(dataset_id, []).append(fmt)
-    rows = db.execute(
-        "SELECT id, name, created_at, last_import_at, last_import_source FROM datasets ORDER BY name"
-    ).fetchall()
-    result = []
-    for dataset_id, name, created_at, last_at, last_source in rows:
-        statuses = per.get(dataset_id, dict.fromkeys(STATUSES, 0))
-        result.append(
-            DatasetOverview(
-                name, sum(statuses.values()), formats.get(dataset_id, []), statuses, truth.get(dataset_id, 0),
-                last_at, last_source, created_at,
-            )
-        )  # fmt: skip
-    return result
-
-
 def _check_name(name: str) -> str:
     name = name.strip()
     if not name:
@@ -75,33 +48,121 @@ def _check_name(name: str) -> str:
     return name
 
 
-def rename_dataset(store: Store, old: str, new: str) -> str:
-    """Rename dataset ``old`` to ``new`` (refused when ``new`` is taken); returns the new name."""
-    new = _check_name(new)
-    dataset_id = store.dataset_id(old)
-    if new == old:
+class Datasets:
+    """The datasets of one store (``store.datasets``)."""
+
+    def __init__(self, store: Store) -> None:
+        self._engine = store._engine
+
+    def get(self, name: str, *, create: bool = False, description: str | None = None) -> Dataset:
+        """The dataset called ``name`` with its number of sessions; created when ``create`` and missing."""
+        with self._engine.read() as conn:
+            row = conn.execute(
+                "SELECT id, name, description, created_at FROM datasets WHERE name = ?", [name]
+            ).fetchone()
+            if row is not None:
+                count = conn.execute("SELECT count(*) FROM sessions WHERE dataset_id = ?", [row[0]]).fetchone()[0]
+                return Dataset(row[0], row[1], row[2], row[3], int(count))
+        if not create:
+            raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.names()) or 'none'}")
+        if not name.strip():
+            raise UsageError("a dataset needs a name (got an empty one)")
+        with self._engine.write() as conn:
+            conn.execute(
+                "INSERT INTO datasets (name, description, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [name, description, now()],
+            )
+        return self.get(name)
+
+    def id_of(self, name: str) -> int:
+        """The id of the dataset called ``name`` (raises ``NotFoundError`` when there is none)."""
+        with self._engine.read() as conn:
+            row = conn.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.names()) or 'none'}")
+        return int(row[0])
+
+    def names(self) -> list[str]:
+        """Every dataset's name, sorted."""
+        with self._engine.read() as conn:
+            return [r[0] for r in conn.execute("SELECT name FROM datasets ORDER BY name")]
+
+    def all(self) -> list[Dataset]:
+        """Every dataset with its number of sessions."""
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                "SELECT d.id, d.name, d.description, d.created_at, count(s.id) FROM datasets d "
+                "LEFT JOIN sessions s ON s.dataset_id = d.id GROUP BY d.id ORDER BY d.name"
+            ).fetchall()
+        return [Dataset(r[0], r[1], r[2], r[3], int(r[4])) for r in rows]
+
+    def overviews(self) -> list[DatasetOverview]:
+        """Every dataset with its counts, sorted by name."""
+        per: dict[int, dict[str, int]] = {}
+        truth: dict[int, int] = {}
+        formats: dict[int, list[str]] = {}
+        # Each count from one index alone (idx_sessions_status, idx_sessions_has_truth, idx_sessions_format), not
+        # from the sessions' rows: this runs on every visit of the Datasets page.
+        with self._engine.read() as conn:
+            counts = conn.execute("SELECT dataset_id, status, count(*) FROM sessions GROUP BY dataset_id, status")
+            for dataset_id, status, n in counts:
+                per.setdefault(dataset_id, dict.fromkeys(STATUSES, 0))[status] = n
+            truth.update(
+                conn.execute("SELECT dataset_id, count(*) FROM sessions WHERE has_truth = 1 GROUP BY dataset_id")
+            )
+            for dataset_id, fmt in conn.execute(
+                "SELECT dataset_id, format FROM sessions WHERE format IS NOT NULL GROUP BY dataset_id, format "
+                "ORDER BY dataset_id, format"
+            ):
+                formats.setdefault(dataset_id, []).append(fmt)
+            rows = conn.execute(
+                "SELECT id, name, created_at, last_import_at, last_import_source FROM datasets ORDER BY name"
+            ).fetchall()
+        result = []
+        for dataset_id, name, created_at, last_at, last_source in rows:
+            statuses = per.get(dataset_id, dict.fromkeys(STATUSES, 0))
+            result.append(
+                DatasetOverview(
+                    name, sum(statuses.values()), formats.get(dataset_id, []), statuses, truth.get(dataset_id, 0),
+                    last_at, last_source, created_at,
+                )
+            )  # fmt: skip
+        return result
+
+    def mark_imported(self, dataset_id: int, source: str) -> None:
+        """Record that ``source`` was just imported into the dataset (the Datasets page's "last import")."""
+        with self._engine.write() as conn:
+            conn.execute(
+                "UPDATE datasets SET last_import_at = ?, last_import_source = ? WHERE id = ?",
+                [now(), source, dataset_id],
+            )
+
+    def rename(self, old: str, new: str) -> str:
+        """Rename dataset ``old`` to ``new`` (refused when ``new`` is taken); returns the new name."""
+        new = _check_name(new)
+        dataset_id = self.id_of(old)
+        if new == old:
+            return new
+        with self._engine.write() as conn:
+            if conn.execute("SELECT 1 FROM datasets WHERE name = ?" + self._engine.for_update, [new]).fetchone():
+                raise UsageError(f"a dataset named {new!r} exists already")
+            conn.execute("UPDATE datasets SET name = ? WHERE id = ?", [new, dataset_id])
+            conn.execute("UPDATE jobs SET dataset = ? WHERE dataset = ?", [new, old])
         return new
-    with store.write() as conn:
-        if conn.execute("SELECT 1 FROM datasets WHERE name = ?", [new]).fetchone():
-            raise UsageError(f"a dataset named {new!r} exists already")
-        conn.execute("UPDATE datasets SET name = ? WHERE id = ?", [new, dataset_id])
-        conn.execute("UPDATE jobs SET dataset = ? WHERE dataset = ?", [new, old])
-    return new
 
-
-def delete_dataset(store: Store, name: str, *, confirm: str) -> int:
-    """Delete dataset ``name`` with its sessions, history, comments, verdicts, runs and scores, in one
-    transaction. ``confirm`` must repeat the name. Returns how many sessions were deleted."""
-    if confirm != name:
-        raise UsageError(f"type the dataset's name ({name!r}) to delete it")
-    dataset_id = store.dataset_id(name)
-    # Every row pointing at the dataset's sessions and runs is deleted here, before them: SQLite's own checks of
-    # the deleted sessions would scan the scores once for each (scores have no index by session), so they are off
-    # for this transaction (the setting cannot change inside one).
-    store.db.execute("PRAGMA foreign_keys = OFF")
-    try:
-        with store.write() as conn:
-            if conn.execute("SELECT 1 FROM datasets WHERE id = ?", [dataset_id]).fetchone() is None:
+    def delete(self, name: str, *, confirm: str) -> int:
+        """Delete dataset ``name`` with its sessions, history, comments, verdicts, runs and scores, in one
+        transaction. ``confirm`` must repeat the name. Returns how many sessions were deleted."""
+        if confirm != name:
+            raise UsageError(f"type the dataset's name ({name!r}) to delete it")
+        dataset_id = self.id_of(name)
+        # Every row pointing at the dataset's sessions and runs is deleted here, before them (SQLite's own checks
+        # of the deleted sessions would scan the scores once for each: they are left to this code).
+        with self._engine.references_checked_by_caller(), self._engine.write() as conn:
+            if (
+                conn.execute("SELECT 1 FROM datasets WHERE id = ?" + self._engine.for_update, [dataset_id]).fetchone()
+                is None
+            ):
                 raise NotFoundError(f"no dataset named {name!r}")
             mine = "SELECT id FROM sessions WHERE dataset_id = ?"
             # (A run scores only its dataset's sessions: its scores are all a session has.)
@@ -112,6 +173,4 @@ def delete_dataset(store: Store, name: str, *, confirm: str) -> int:
             n = conn.execute("DELETE FROM sessions WHERE dataset_id = ?", [dataset_id]).rowcount
             conn.execute("DELETE FROM jobs WHERE dataset = ?", [name])
             conn.execute("DELETE FROM datasets WHERE id = ?", [dataset_id])
-    finally:
-        store.db.execute("PRAGMA foreign_keys = ON")
-    return int(n)
+        return int(n)

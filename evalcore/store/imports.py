@@ -1,102 +1,139 @@
-"""Writing a batch of imported rows into a dataset, in one transaction, idempotent.
+"""Storing a batch of imported rows into a dataset, in one transaction, idempotent.
 
 A session's identity is its row's ``key``: a new one is inserted, an unchanged one (same content hash) left
 alone, a changed conversation replaces the stored one and keeps the reviewers' edits, which live apart from it.
-``evalcore.importing`` reads files into rows and calls these.
+``evalcore.importing`` reads files into rows and calls ``store.sessions.store_batch``.
+
+One record costs only itself: a batch the database refuses because of one row (a value larger than it accepts,
+a character it cannot store) is stored again row by row, each in its own transaction, and the rows it refuses
+are named by their line, the others kept.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from evalcore.errors import DatabaseFaultError
+from evalcore.store.engine import Conn, Engine
 from evalcore.store.records import now
-from evalcore.store.rows import ROW_COLUMNS, Row, search_text
-from evalcore.store.store import Store
+from evalcore.store.rows import Row, search_text
 
-__all__ = ["BatchCounts", "mark_imported", "store_batch"]
+if TYPE_CHECKING:
+    from evalcore.store.records import StoredSession
 
-_INSERT_COLUMNS = ", ".join((*ROW_COLUMNS, "created_at", "updated_at"))
+__all__ = ["BatchCounts", "Importing"]
+
+#: The faults of one record, not of the database: the others of its batch are stored without it.
+_RECORD_FAULTS = ("too_big", "value")
 
 
 @dataclass
 class BatchCounts:
-    """What storing a batch did: sessions new, updated (a changed conversation), unchanged."""
+    """What storing a batch did: sessions new, updated (a changed conversation), unchanged; and the rows the
+    database refused, as ``(line, why)``."""
 
     new: int = 0
     updated: int = 0
     unchanged: int = 0
+    refused: list[tuple[int | None, str]] = field(default_factory=list)
+
+    def add(self, other: BatchCounts) -> None:
+        self.new += other.new
+        self.updated += other.updated
+        self.unchanged += other.unchanged
+        self.refused += other.refused
 
 
-def mark_imported(store: Store, dataset_id: int, source: str) -> None:
-    """Record that ``source`` was just imported into the dataset (the Datasets page's "last import")."""
-    with store.write() as conn:
+class Importing:
+    """The part of ``store.sessions`` that imports rows."""
+
+    _engine: Engine
+
+    if TYPE_CHECKING:
+
+        def _get(self, conn: Conn, pk: int) -> StoredSession: ...
+
+    def store_batch(self, dataset_id: int, source: str, batch: list[Row]) -> BatchCounts:
+        """Store ``batch`` (rows of distinct keys) in the dataset, in one transaction (see the module's doc)."""
+        try:
+            return self._store_rows(dataset_id, source, batch)
+        except DatabaseFaultError as exc:
+            if exc.kind not in _RECORD_FAULTS:
+                raise
+            if len(batch) == 1:
+                return BatchCounts(refused=[(batch[0].line, _why(exc))])
+        counts = BatchCounts()
+        for row in batch:  # (each on its own: one refused row costs only itself)
+            try:
+                counts.add(self._store_rows(dataset_id, source, [row]))
+            except DatabaseFaultError as exc:
+                if exc.kind not in _RECORD_FAULTS:
+                    raise
+                counts.refused.append((row.line, _why(exc)))
+        return counts
+
+    def _store_rows(self, dataset_id: int, source: str, batch: list[Row]) -> BatchCounts:
+        report = BatchCounts()
+        stamp = now()
+        with self._engine.write() as conn:
+            self._engine.lock_dataset(conn, dataset_id)  # two imports into one dataset take turns
+            existing: dict[str, tuple[int, str, int]] = {}
+            keys = [r.key for r in batch]
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for pk, key, content_hash, version in conn.execute(
+                    f"SELECT id, key, content_hash, version FROM sessions WHERE dataset_id = ? AND key IN ({marks})",
+                    [dataset_id, *chunk],
+                ):
+                    existing[key] = (pk, content_hash, version)
+            inserts = []
+            for row in batch:
+                old = existing.get(row.key)
+                if old is None:
+                    inserts.append(row)
+                    report.new += 1
+                elif old[1] == row.content_hash:
+                    report.unchanged += 1
+                else:
+                    self._update_conversation(conn, old[0], row, stamp, source)
+                    report.updated += 1
+            if inserts:
+                self._engine.insert_sessions(conn, inserts, stamp)
+                tagged = [(tag, dataset_id, r.key) for r in inserts for tag in r.tag_list]
+                if tagged:
+                    conn.executemany(
+                        "INSERT INTO session_tags (session_pk, tag) SELECT id, ? FROM sessions "
+                        "WHERE dataset_id = ? AND key = ? ON CONFLICT DO NOTHING",
+                        tagged,
+                    )
+        return report
+
+    def _update_conversation(self, conn: Conn, pk: int, row: Row, stamp: str, source: str) -> None:
+        version = conn.execute(
+            "UPDATE sessions SET data = ?, content_hash = ?, version = version + 1, session_id = ?, assistant_id = ?, "
+            "title = ?, n_turns = ?, n_messages = ?, n_tool_calls = ?, format = ?, position = ?, line = ?, "
+            "updated_at = ?, updated_by = ?, n_edits = n_edits + 1 WHERE id = ? RETURNING version",
+            [row.data, row.content_hash, row.session_id, row.assistant_id, row.title, row.n_turns, row.n_messages,
+             row.n_tool_calls, row.format, row.position, row.line, stamp, f"import:{source}", pk],
+        ).fetchone()[0]  # fmt: skip
         conn.execute(
-            "UPDATE datasets SET last_import_at = ?, last_import_source = ? WHERE id = ?", [now(), source, dataset_id]
+            "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
+            "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?)",
+            [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version],
+        )
+        # The text search sees the new conversation with the reviewers' ground truth laid over it.
+        effective = self._get(conn, pk)
+        conn.execute(
+            "UPDATE sessions SET search_text = ?, has_truth = ? WHERE id = ?",
+            [
+                self._engine.search_document(search_text(effective.session)),
+                int(effective.session.has_ground_truth()),
+                pk,
+            ],
         )
 
 
-def store_batch(store: Store, dataset_id: int, source: str, batch: list[Row]) -> BatchCounts:
-    """Store ``batch`` (rows of distinct keys) in the dataset, in one transaction."""
-    report = BatchCounts()
-    stamp = now()
-    with store.write() as conn:
-        existing: dict[str, tuple[int, str, int]] = {}
-        keys = [r.key for r in batch]
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for pk, key, content_hash, version in conn.execute(
-                f"SELECT id, key, content_hash, version FROM sessions WHERE dataset_id = ? AND key IN ({marks})",
-                [dataset_id, *chunk],
-            ):
-                existing[key] = (pk, content_hash, version)
-        inserts = []
-        for row in batch:
-            old = existing.get(row.key)
-            if old is None:
-                inserts.append(row)
-                report.new += 1
-            elif old[1] == row.content_hash:
-                report.unchanged += 1
-            else:
-                _update_conversation(store, conn, old[0], old[2] + 1, row, stamp, source)
-                report.updated += 1
-        if inserts:
-            first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM sessions").fetchone()[0]
-            conn.executemany(
-                f"INSERT INTO sessions ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * (len(ROW_COLUMNS) + 2))})",
-                [(*r.values(), stamp, stamp) for r in inserts],
-            )
-            conn.execute(
-                "INSERT INTO sessions_fts (rowid, search_text) SELECT id, search_text FROM sessions WHERE id >= ?",
-                [first],
-            )
-            tagged = [(tag, dataset_id, r.key) for r in inserts for tag in r.tag_list]
-            if tagged:
-                conn.executemany(
-                    "INSERT OR IGNORE INTO session_tags SELECT id, ? FROM sessions WHERE dataset_id = ? AND key = ?",
-                    tagged,
-                )
-    return report
-
-
-def _update_conversation(store: Store, conn: Any, pk: int, version: int, row: Row, stamp: str, source: str) -> None:
-    conn.execute(
-        "UPDATE sessions SET data = ?, content_hash = ?, version = ?, session_id = ?, assistant_id = ?, title = ?, "
-        "n_turns = ?, n_messages = ?, n_tool_calls = ?, format = ?, position = ?, line = ?, updated_at = ?, "
-        "updated_by = ?, n_edits = n_edits + 1 WHERE id = ?",
-        [row.data, row.content_hash, version, row.session_id, row.assistant_id, row.title, row.n_turns,
-         row.n_messages, row.n_tool_calls, row.format, row.position, row.line, stamp, f"import:{source}", pk],
-    )  # fmt: skip
-    conn.execute(
-        "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
-        "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?)",
-        [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version],
-    )
-    # The text search sees the new conversation with the reviewers' ground truth laid over it.
-    effective = store.get(pk)
-    conn.execute(
-        "UPDATE sessions SET search_text = ?, has_truth = ? WHERE id = ?",
-        [search_text(effective.session), int(effective.session.has_ground_truth()), pk],
-    )
+def _why(exc: DatabaseFaultError) -> str:
+    return f"cannot store this record: {exc}"

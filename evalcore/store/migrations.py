@@ -8,10 +8,11 @@ a command such as ``evalcore score`` does not pay sqlite-utils' import (a third 
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sqlite_utils import Database, Migrations
@@ -221,8 +222,6 @@ def review(db: Database) -> None:
         # Sessions stored before this migration: ground truth from the file with the reviewers' edits laid
         # over it, as the store loads them (an edit may have cleared a field, or set only a qa_id).
         from evalcore.schema import Session
-        from evalcore.store.records import Edit
-        from evalcore.store.store import _apply, _loads
 
         flags, renamed = [], []
         for pk, data, n_edits in rows:
@@ -239,8 +238,7 @@ def review(db: Database) -> None:
                     "WHERE session_pk = ? ORDER BY id",
                     [pk],
                 ).fetchall()
-                laid = [Edit(e[0], e[1], e[2], e[3], _loads(e[4]), _loads(e[5]), e[6], e[7], e[8], e[9]) for e in edits]
-                session = _apply(session, laid)
+                session = _laid_over(session, [(e[2], e[3], None if e[5] is None else json.loads(e[5])) for e in edits])
             flags.append((int(session.has_ground_truth()), pk))
         db.conn.executemany("UPDATE sessions SET has_truth = ? WHERE id = ?", flags)
         db.conn.executemany("UPDATE sessions SET data = ?, content_hash = ? WHERE id = ?", renamed)
@@ -285,6 +283,26 @@ def review(db: Database) -> None:
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+def _laid_over(session: Any, edits: list[tuple[int | None, str, Any]]) -> Any:
+    """The session with reviewers' edits ``(turn, field, new value)`` laid over it, as the store did when 0002 was
+    written (a frozen copy: what the store does today may change, this migration's result may not)."""
+    from evalcore.schema import Session, TurnTruth
+
+    for turn, name, new in edits:
+        if name in ("conversation", "status", "tags"):
+            continue
+        if turn is None:
+            setattr(session, name, getattr(Session.model_validate({name: new}), name))
+        else:
+            while len(session.turn_truth) <= turn:
+                session.turn_truth.append(TurnTruth())
+            truth = session.turn_truth[turn]
+            session.turn_truth[turn] = TurnTruth.model_validate({**truth.model_dump(), name: new})
+    while session.turn_truth and session.turn_truth[-1] == TurnTruth():
+        session.turn_truth.pop()
+    return session
+
+
 @_migration("0003_run_progress")
 def run_progress(db: Database) -> None:
     """Runs: their filters as a column of their own (they rode in ``params["__filters__"]``), when the
@@ -308,14 +326,16 @@ def scores_by_value(db: Database) -> None:
 def assistant_identity(db: Database) -> None:
     """A session is its ``session_id`` and ``assistant_id`` (``evalcore.identity``): the keys of sessions
     that name an assistant gain it, so that another assistant's session of the same id is a new one."""
-    from evalcore.identity import identity_key
+
+    def identity_key(session_id: str, assistant_id: str) -> str:  # (as evalcore.identity said it then: frozen)
+        return "ida:" + json.dumps([session_id, assistant_id], ensure_ascii=False, separators=(",", ":"))
 
     rows = db.execute(
         "SELECT id, session_id, assistant_id FROM sessions "
         "WHERE session_id IS NOT NULL AND assistant_id IS NOT NULL AND assistant_id != ''"
     ).fetchall()
     db.conn.executemany(
-        "UPDATE sessions SET key = ? WHERE id = ?", [(identity_key(sid, aid, "", None), pk) for pk, sid, aid in rows]
+        "UPDATE sessions SET key = ? WHERE id = ?", [(identity_key(sid, aid), pk) for pk, sid, aid in rows]
     )
 
 
@@ -372,6 +392,13 @@ def scores_not_by_session(db: Database) -> None:
     deletes its scores by run before its sessions, with SQLite's foreign-key checks of the deleted sessions
     (a scan of the scores for each, without this index) left off."""
     db.execute("DROP INDEX IF EXISTS idx_scores_session")
+
+
+@_migration("0011_jobs_owner")
+def jobs_owner(db: Database) -> None:
+    """Which process runs a job (``host:pid:start``): a job whose process on this machine is gone is failed when
+    it is read, instead of staying "running" (and polled) until it looks stalled."""
+    db.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
 
 
 #: The store's schema version: the number of migrations.

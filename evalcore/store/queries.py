@@ -1,32 +1,27 @@
-"""Browsing a dataset: filters, full-text search, sorting and pagination, fast at 100,000 sessions."""
+"""Browsing a dataset: filters, full-text search, sorting and pagination, fast at 100,000 sessions.
+
+``Browsing`` is the part of ``store.sessions`` that finds sessions: ``browse`` (a page), ``count``, ``iter_pks``,
+``facets``, ``neighbours`` (Review's previous and next), ``metadata_of``. NULLs sort first in ascending order
+(and last in descending) on both engines, said explicitly.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import UsageError
 from evalcore.schema import STATUSES
+from evalcore.store.engine import Conn, Engine
 from evalcore.store.records import SessionSummary
-from evalcore.store.store import Store
 
-__all__ = [
-    "SORTS",
-    "Facets",
-    "Neighbours",
-    "Page",
-    "SessionFilter",
-    "browse",
-    "count",
-    "facets",
-    "iter_pks",
-    "metadata_of",
-    "neighbours",
-]
+if TYPE_CHECKING:
+    from evalcore.store.store import Store
+
+__all__ = ["SORTS", "Browsing", "Facets", "Neighbours", "Page", "SessionFilter"]
 
 #: Sort keys a page can be ordered by ("order" is the order sessions were imported in).
 SORTS = {
@@ -39,8 +34,7 @@ SORTS = {
     "updated": "s.updated_at",
     "score": "sc.value",
 }
-_WORD = re.compile(r"[\w*]+", re.UNICODE)
-_INT64_MAX = 2**63 - 1  # SQLite's largest integer
+_INT64_MAX = 2**63 - 1  # the largest integer either engine holds
 
 
 def _whole(name: str, value: object, *, minimum: int = 0) -> int:
@@ -86,18 +80,7 @@ class Page:
     items: list[SessionSummary]
 
 
-def fts_query(text: str) -> str | None:
-    """A safe FTS5 query from what a person typed: every word must appear; ``word*`` is a prefix."""
-    terms = []
-    for word in _WORD.findall(text):
-        prefix = word.endswith("*")
-        word = word.strip("*")
-        if word:
-            terms.append(f'"{word}"' + ("*" if prefix else ""))
-    return " ".join(terms) or None
-
-
-def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str, list[Any]]:
+def _query(engine: Engine, dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str, list[Any]]:
     sql = ["FROM sessions s"]
     args: list[Any] = []
     scored = f.min_score is not None or f.max_score is not None or f.metric is not None
@@ -129,11 +112,9 @@ def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str,
         where.append("s.has_truth = ?")
         args.append(int(f.has_truth))
     if f.search is not None and f.search.strip():
-        match = fts_query(f.search)
-        if match is None:
-            raise UsageError(f"the search {f.search!r} has no word to look for")
-        where.append("s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)")
-        args.append(match)
+        clause, values = engine.search_clause(f.search)
+        where.append(clause)
+        args += values
     if f.min_score is not None:
         where.append("sc.value >= ?")
         args.append(f.min_score)
@@ -141,94 +122,6 @@ def _query(dataset_id: int, f: SessionFilter, *, with_score: bool) -> tuple[str,
         where.append("sc.value <= ?")
         args.append(f.max_score)
     return " ".join(sql) + " WHERE " + " AND ".join(where), args
-
-
-def browse(
-    store: Store,
-    dataset: str,
-    filters: SessionFilter | None = None,
-    *,
-    sort: str = "order",
-    descending: bool = False,
-    limit: int = 50,
-    offset: int = 0,
-) -> Page:
-    """One page of the dataset's sessions matching ``filters``."""
-    f = filters or SessionFilter()
-    if sort not in SORTS:
-        raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
-    limit = _whole("the page size (limit)", limit)
-    offset = _whole("the offset", offset)
-    body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
-    total = store.db.execute(f"SELECT count(*) {body}", args).fetchone()[0]
-    # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
-    direction = "DESC" if descending else "ASC"
-    order = f"{SORTS[sort]} {direction}, s.id {direction}"
-    score = "sc.value" if "JOIN scores" in body else "NULL"
-    rows = store.db.execute(
-        f"SELECT s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
-        f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by "
-        f"{body} ORDER BY {order} LIMIT ? OFFSET ?",
-        [*args, limit, offset],
-    ).fetchall()
-    shared = _shared_ids(store, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
-    items = [
-        SessionSummary(
-            r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-            key=r[13], has_truth=bool(r[14]), updated_by=r[15], shared=r[1] in shared,
-        )
-        for r in rows
-    ]  # fmt: skip
-    return Page(total, items)
-
-
-def _shared_ids(store: Store, pk: int, session_ids: list[str]) -> set[str]:
-    """Which of ``session_ids`` (of the dataset of session ``pk``) several sessions have (several assistants')."""
-    if not session_ids:
-        return set()
-    marks = ",".join("?" * len(session_ids))
-    rows = store.db.execute(
-        f"SELECT session_id FROM sessions WHERE dataset_id = (SELECT dataset_id FROM sessions WHERE id = ?) "
-        f"AND session_id IN ({marks}) GROUP BY session_id HAVING count(*) > 1",
-        [pk, *session_ids],
-    )
-    return {r[0] for r in rows}
-
-
-def iter_pks(store: Store, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 1000) -> Iterator[int]:
-    """Every matching session's ``pk``, in import order, fetched a chunk at a time."""
-    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
-    last = 0
-    while True:
-        rows = store.db.execute(
-            f"SELECT s.id {body} AND s.id > ? ORDER BY s.id LIMIT ?", [*args, last, chunk]
-        ).fetchall()
-        if not rows:
-            return
-        for (pk,) in rows:
-            yield pk
-        last = rows[-1][0]
-
-
-def metadata_of(
-    store: Store, dataset: str, key: str, filters: SessionFilter | None = None
-) -> Iterator[tuple[str | None, Any]]:
-    """Each matching session's ``session_id`` with its ``metadata[key]`` (None when it has none), in import order:
-    read from the stored JSON by SQLite, without reading the sessions (what a format or the solver keeps there
-    is not edited by reviewers)."""
-    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
-    path = "$.metadata." + json.dumps(key)  # a quoted label: any key, no JSON path syntax in it
-    rows = store.db.execute(
-        f"SELECT s.session_id, json_extract(s.data, ?), json_type(s.data, ?) {body} ORDER BY s.id", [path, path, *args]
-    )
-    for session_id, value, kind in rows:
-        yield session_id, json.loads(value) if kind in ("object", "array") else value
-
-
-def count(store: Store, dataset: str, filters: SessionFilter | None = None) -> int:
-    """How many of the dataset's sessions match ``filters``."""
-    body, args = _query(store.dataset_id(dataset), filters or SessionFilter(), with_score=False)
-    return int(store.db.execute(f"SELECT count(*) {body}", args).fetchone()[0])
 
 
 @dataclass(frozen=True)
@@ -242,34 +135,6 @@ class Facets:
     with_truth: int
 
 
-def facets(store: Store, dataset: str) -> Facets:
-    """The dataset's statuses, tags and assistants with how many sessions have each (most first)."""
-    dataset_id = store.dataset_id(dataset)
-    db = store.db
-    statuses = {s: 0 for s in STATUSES}
-    by_status = "SELECT status, count(*) FROM sessions WHERE dataset_id = ? GROUP BY status"
-    for status, n in db.execute(by_status, [dataset_id]):
-        statuses[status] = n
-    tags = dict(
-        db.execute(
-            "SELECT t.tag, count(*) AS n FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
-            "WHERE s.dataset_id = ? GROUP BY t.tag ORDER BY n DESC, t.tag",
-            [dataset_id],
-        ).fetchall()
-    )
-    assistants = dict(
-        db.execute(
-            "SELECT assistant_id, count(*) AS n FROM sessions WHERE dataset_id = ? AND assistant_id IS NOT NULL "
-            "GROUP BY assistant_id ORDER BY n DESC, assistant_id",
-            [dataset_id],
-        ).fetchall()
-    )
-    with_truth = db.execute(
-        "SELECT count(*) FROM sessions WHERE dataset_id = ? AND has_truth = 1", [dataset_id]
-    ).fetchone()[0]
-    return Facets(sum(statuses.values()), statuses, tags, assistants, with_truth)
-
-
 @dataclass(frozen=True)
 class Neighbours:
     """Where a session sits among the sessions a filter matches, in a sort order."""
@@ -280,59 +145,227 @@ class Neighbours:
     next: int | None
 
 
-def neighbours(
-    store: Store,
-    dataset: str,
-    pk: int,
-    filters: SessionFilter | None = None,
-    *,
-    sort: str = "order",
-    descending: bool = False,
-) -> Neighbours:
-    """The sessions before and after ``pk`` in the list ``browse`` shows for the same filter and sort.
+def _order(column: str, direction: str) -> str:
+    """``column`` in ``direction`` with NULLs first ascending and last descending (SQLite's order, said)."""
+    return f"{column} {direction} NULLS {'FIRST' if direction == 'ASC' else 'LAST'}"
 
-    A session the filter no longer matches (approved while reviewing "todo", say) still has
-    neighbours: the sessions that would be around it, so "next" goes on from where it was.
-    """
-    f = filters or SessionFilter()
-    if sort not in SORTS:
-        raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
-    pk = _whole("the session", pk, minimum=1)
-    body, args = _query(store.dataset_id(dataset), f, with_score=sort == "score")
-    column = SORTS[sort]
-    db = store.db
-    if column == "s.id":
-        value: Any = pk
-    else:
-        source = (
-            "scores sc WHERE sc.session_pk = ? AND sc.run_id = ? AND sc.metric = ? AND sc.turn = -1"
-            if sort == "score"
-            else "sessions s WHERE s.id = ?"
+
+class Browsing:
+    """Finding a dataset's sessions: the part of ``store.sessions`` that reads pages, counts and neighbours."""
+
+    _store: Store
+    _engine: Engine
+
+    def _where(self, dataset: str, filters: SessionFilter | None, *, with_score: bool = False) -> tuple[str, list[Any]]:
+        return _query(
+            self._engine, self._store.datasets.id_of(dataset), filters or SessionFilter(), with_score=with_score
         )
-        extra = [f.run_id, f.metric] if sort == "score" else []
-        row = db.execute(f"SELECT {column} FROM {source}", [pk, *extra]).fetchone()
-        value = row[0] if row else None
-    after, after_args = _beyond(column, value, pk, forward=not descending)
-    before, before_args = _beyond(column, value, pk, forward=descending)
-    direction = "DESC" if descending else "ASC"
-    back = "ASC" if descending else "DESC"
-    nxt = db.execute(
-        f"SELECT s.id {body} AND {after} ORDER BY {column} {direction}, s.id {direction} LIMIT 1", [*args, *after_args]
-    ).fetchone()
-    prev = db.execute(
-        f"SELECT s.id {body} AND {before} ORDER BY {column} {back}, s.id {back} LIMIT 1", [*args, *before_args]
-    ).fetchone()
-    total = db.execute(f"SELECT count(*) {body}", args).fetchone()[0]
-    matches = db.execute(f"SELECT 1 {body} AND s.id = ?", [*args, pk]).fetchone() is not None
-    index = None
-    if matches:
-        index = db.execute(f"SELECT count(*) {body} AND {before}", [*args, *before_args]).fetchone()[0]
-    return Neighbours(index, total, prev[0] if prev else None, nxt[0] if nxt else None)
+
+    def browse(
+        self,
+        dataset: str,
+        filters: SessionFilter | None = None,
+        *,
+        sort: str = "order",
+        descending: bool = False,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> Page:
+        """One page of the dataset's sessions matching ``filters``."""
+        if sort not in SORTS:
+            raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+        limit = _whole("the page size (limit)", limit)
+        offset = _whole("the offset", offset)
+        body, args = self._where(dataset, filters, with_score=sort == "score")
+        # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
+        direction = "DESC" if descending else "ASC"
+        order = f"{_order(SORTS[sort], direction)}, s.id {direction}"
+        score = "sc.value" if "JOIN scores" in body else "NULL"
+        with self._engine.read() as conn:
+            total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
+            rows = conn.execute(
+                f"SELECT s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
+                f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by "
+                f"{body} ORDER BY {order} LIMIT ? OFFSET ?",
+                [*args, limit, offset],
+            ).fetchall()
+            shared = _shared_ids(conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
+        items = [
+            SessionSummary(
+                r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+                key=r[13], has_truth=bool(r[14]), updated_by=r[15], shared=r[1] in shared,
+            )
+            for r in rows
+        ]  # fmt: skip
+        return Page(int(total), items)
+
+    def iter_pks(self, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 1000) -> Iterator[int]:
+        """Every matching session's ``pk``, in import order, fetched a chunk at a time."""
+        body, args = self._where(dataset, filters)
+        last = 0
+        while True:
+            with self._engine.read() as conn:
+                rows = conn.execute(
+                    f"SELECT s.id {body} AND s.id > ? ORDER BY s.id LIMIT ?", [*args, last, chunk]
+                ).fetchall()
+            if not rows:
+                return
+            for (pk,) in rows:
+                yield pk
+            last = rows[-1][0]
+
+    def matching(self, dataset: str, filters: SessionFilter | None = None) -> list[int]:
+        """Every session ``filters`` match in ``dataset``, in import order."""
+        return list(self.iter_pks(dataset, filters))
+
+    def metadata_of(
+        self, dataset: str, key: str, filters: SessionFilter | None = None
+    ) -> Iterator[tuple[str | None, Any]]:
+        """Each matching session's ``session_id`` with its ``metadata[key]`` (None when it has none), in import
+        order: read from the stored JSON without building the sessions (what a format or the solver keeps there is
+        not edited by reviewers)."""
+        body, args = self._where(dataset, filters)
+        with self._engine.read() as conn:
+            yield from self._engine.metadata_values(conn, body, args, key)
+
+    def count(self, dataset: str, filters: SessionFilter | None = None) -> int:
+        """How many of the dataset's sessions match ``filters``."""
+        body, args = self._where(dataset, filters)
+        with self._engine.read() as conn:
+            return int(conn.execute(f"SELECT count(*) {body}", args).fetchone()[0])
+
+    def facets(self, dataset: str) -> Facets:
+        """The dataset's statuses, tags and assistants with how many sessions have each (most first)."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        statuses = {s: 0 for s in STATUSES}
+        with self._engine.read() as conn:
+            by_status = "SELECT status, count(*) FROM sessions WHERE dataset_id = ? GROUP BY status"
+            for status, n in conn.execute(by_status, [dataset_id]):
+                statuses[status] = n
+            tags = dict(
+                conn.execute(
+                    "SELECT t.tag, count(*) AS n FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
+                    "WHERE s.dataset_id = ? GROUP BY t.tag ORDER BY n DESC, t.tag",
+                    [dataset_id],
+                ).fetchall()
+            )
+            assistants = dict(
+                conn.execute(
+                    "SELECT assistant_id, count(*) AS n FROM sessions WHERE dataset_id = ? "
+                    "AND assistant_id IS NOT NULL GROUP BY assistant_id ORDER BY n DESC, assistant_id",
+                    [dataset_id],
+                ).fetchall()
+            )
+            with_truth = conn.execute(
+                "SELECT count(*) FROM sessions WHERE dataset_id = ? AND has_truth = 1", [dataset_id]
+            ).fetchone()[0]
+        return Facets(sum(statuses.values()), statuses, tags, assistants, int(with_truth))
+
+    def assistants(self, dataset: str) -> dict[int, str | None]:
+        """Each session's assistant, by ``pk``."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            return dict(conn.execute("SELECT id, assistant_id FROM sessions WHERE dataset_id = ?", [dataset_id]))
+
+    def status_changes(self, dataset: str) -> list[tuple[str, str, Any, int]]:
+        """How many times each reviewer set each status on each day: ``(day, author, status as JSON, count)``."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            return conn.execute(
+                "SELECT substr(e.at, 1, 10), e.author, e.new, count(*) FROM edits e "
+                "JOIN sessions s ON s.id = e.session_pk WHERE s.dataset_id = ? AND e.field = 'status' "
+                "AND e.turn IS NULL GROUP BY substr(e.at, 1, 10), e.author, e.new",
+                [dataset_id],
+            ).fetchall()
+
+    def last_edit(self) -> int:
+        """The id of the newest edit of any session (0 before the first): it grows with every change."""
+        with self._engine.read() as conn:
+            return int(conn.execute("SELECT coalesce(max(id), 0) FROM edits").fetchone()[0])
+
+    def edited_since(self, edit_id: int) -> set[int]:
+        """The sessions changed by an edit newer than ``edit_id``."""
+        with self._engine.read() as conn:
+            return {r[0] for r in conn.execute("SELECT DISTINCT session_pk FROM edits WHERE id > ?", [edit_id])}
+
+    def shape(self, dataset: str) -> tuple[int, int]:
+        """How many sessions the dataset has and its newest session's pk (0 when empty): what changes when one is
+        added."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            n, top = conn.execute(
+                "SELECT count(*), coalesce(max(id), 0) FROM sessions WHERE dataset_id = ?", [dataset_id]
+            ).fetchone()
+        return int(n), int(top)
+
+    def neighbours(
+        self,
+        dataset: str,
+        pk: int,
+        filters: SessionFilter | None = None,
+        *,
+        sort: str = "order",
+        descending: bool = False,
+    ) -> Neighbours:
+        """The sessions before and after ``pk`` in the list ``browse`` shows for the same filter and sort.
+
+        A session the filter no longer matches (approved while reviewing "todo", say) still has
+        neighbours: the sessions that would be around it, so "next" goes on from where it was.
+        """
+        f = filters or SessionFilter()
+        if sort not in SORTS:
+            raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
+        pk = _whole("the session", pk, minimum=1)
+        body, args = self._where(dataset, f, with_score=sort == "score")
+        column = SORTS[sort]
+        with self._engine.read() as conn:
+            if column == "s.id":
+                value: Any = pk
+            else:
+                source = (
+                    "scores sc WHERE sc.session_pk = ? AND sc.run_id = ? AND sc.metric = ? AND sc.turn = -1"
+                    if sort == "score"
+                    else "sessions s WHERE s.id = ?"
+                )
+                extra = [f.run_id, f.metric] if sort == "score" else []
+                row = conn.execute(f"SELECT {column} FROM {source}", [pk, *extra]).fetchone()
+                value = row[0] if row else None
+            after, after_args = _beyond(column, value, pk, forward=not descending)
+            before, before_args = _beyond(column, value, pk, forward=descending)
+            direction = "DESC" if descending else "ASC"
+            back = "ASC" if descending else "DESC"
+            nxt = conn.execute(
+                f"SELECT s.id {body} AND {after} ORDER BY {_order(column, direction)}, s.id {direction} LIMIT 1",
+                [*args, *after_args],
+            ).fetchone()
+            prev = conn.execute(
+                f"SELECT s.id {body} AND {before} ORDER BY {_order(column, back)}, s.id {back} LIMIT 1",
+                [*args, *before_args],
+            ).fetchone()
+            total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
+            matches = conn.execute(f"SELECT 1 {body} AND s.id = ?", [*args, pk]).fetchone() is not None
+            index = None
+            if matches:
+                index = conn.execute(f"SELECT count(*) {body} AND {before}", [*args, *before_args]).fetchone()[0]
+        return Neighbours(index, int(total), prev[0] if prev else None, nxt[0] if nxt else None)
+
+
+def _shared_ids(conn: Conn, pk: int, session_ids: list[str]) -> set[str]:
+    """Which of ``session_ids`` (of the dataset of session ``pk``) several sessions have (several assistants')."""
+    if not session_ids:
+        return set()
+    marks = ",".join("?" * len(session_ids))
+    rows = conn.execute(
+        f"SELECT session_id FROM sessions WHERE dataset_id = (SELECT dataset_id FROM sessions WHERE id = ?) "
+        f"AND session_id IN ({marks}) GROUP BY session_id HAVING count(*) > 1",
+        [pk, *session_ids],
+    )
+    return {r[0] for r in rows}
 
 
 def _beyond(column: str, value: Any, pk: int, *, forward: bool) -> tuple[str, list[Any]]:
-    """SQL for "comes after (``forward``) or before ``(value, pk)``" in ascending order with NULLs first,
-    as SQLite sorts."""
+    """SQL for "comes after (``forward``) or before ``(value, pk)``" in ascending order with NULLs first (the
+    order ``_order`` asks both engines for)."""
     if column == "s.id":
         return ("s.id > ?" if forward else "s.id < ?"), [pk]
     if value is None:

@@ -18,11 +18,11 @@ from typing import Any
 
 from evalcore.agreement import Agreement
 from evalcore.errors import EvalcoreError, UsageError
-from evalcore.identity import link_sql, session_label
+from evalcore.identity import session_label
 from evalcore.metrics import create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.schema import STATUSES
-from evalcore.store.runs import Run, Runs
+from evalcore.store.runs import Run
 from evalcore.store.store import Store
 from evalcore.views.table import spread
 
@@ -164,7 +164,7 @@ def _number(value: float) -> str:
 
 def scored_runs(store: Store, dataset: str) -> list[Run]:
     """The dataset's runs that have scores to show (finished or not), newest first."""
-    return [r for r in Runs(store).recent(dataset) if r.metrics]
+    return [r for r in store.runs.recent(dataset) if r.metrics]
 
 
 def metric_scale(metric: str) -> tuple[float, float]:
@@ -177,17 +177,10 @@ def metric_scale(metric: str) -> tuple[float, float]:
 
 
 def _check(store: Store, run_id: int, metric: str) -> Run:
-    run = Runs(store).get(run_id)
+    run = store.runs.get(run_id)
     if metric not in run.metrics:
         raise UsageError(f"run #{run_id} did not score {metric!r}; it scored {', '.join(run.metrics)}")
     return run
-
-
-def _scores(store: Store, run_id: int, metric: str) -> list[tuple[int, str, float | None]]:
-    """``(session pk, status, value)`` of every session score of ``metric`` in the run (an index-only read)."""
-    return store.db.execute(
-        "SELECT session_pk, status, value FROM scores WHERE run_id = ? AND metric = ? AND turn = -1", [run_id, metric]
-    ).fetchall()
 
 
 def _summary(metric: str, rows: list[tuple[int, str, float | None]]) -> Summary:
@@ -207,17 +200,8 @@ def distribution(store: Store, run_id: int, metric: str, *, bins: int = 20) -> D
     """``metric``'s session scores in run ``run_id``: summary (mean, interval, failed, not applicable)
     and histogram over the metric's scale (one bar per whole value for a scale like 1–5)."""
     _check(store, run_id, metric)
-    counts = store.db.execute(
-        "SELECT value, count(*) FROM scores WHERE run_id = ? AND metric = ? AND turn = -1 AND status = 'ok' "
-        "AND value IS NOT NULL GROUP BY value",
-        [run_id, metric],
-    ).fetchall()
-    status = dict(
-        store.db.execute(
-            "SELECT status, count(*) FROM scores WHERE run_id = ? AND metric = ? AND turn = -1 GROUP BY status",
-            [run_id, metric],
-        ).fetchall()
-    )
+    counts = store.runs.value_counts(run_id, metric)
+    status = store.runs.status_counts(run_id, metric)
     summary = summarize_counts(
         metric, counts, failed=status.get("error", 0), not_applicable=status.get("not_applicable", 0)
     )
@@ -258,13 +242,9 @@ def _histogram(counts: list[tuple[float, int]], scale: tuple[float, float], bins
 def by_assistant(store: Store, run_id: int, metric: str) -> list[Group]:
     """``metric`` in run ``run_id`` per assistant, each with its interval; the largest group first."""
     run = _check(store, run_id, metric)
-    assistant_of = dict(
-        store.db.execute(
-            "SELECT id, assistant_id FROM sessions WHERE dataset_id = ?", [store.dataset_id(run.dataset)]
-        ).fetchall()
-    )
+    assistant_of = store.sessions.assistants(run.dataset)
     rows: dict[str | None, list[tuple[int, str, float | None]]] = defaultdict(list)
-    for row in _scores(store, run_id, metric):
+    for row in store.runs.session_values(run_id, metric):
         rows[assistant_of.get(row[0])].append(row)
     groups = [Group(name, _summary(metric, part)) for name, part in rows.items()]
     return sorted(groups, key=lambda g: (-g.summary.count, g.label))
@@ -274,10 +254,14 @@ def compare_runs(store: Store, run_a: int, run_b: int, metric: str, *, worst: in
     """Run ``run_b`` against ``run_a`` on ``metric``, paired on the sessions both scored (see ``Comparison``)."""
     _check(store, run_a, metric)
     _check(store, run_b, metric)
-    first = {pk: value for pk, status, value in _scores(store, run_a, metric) if status == "ok" and value is not None}
+    first = {
+        pk: value
+        for pk, status, value in store.runs.session_values(run_a, metric)
+        if status == "ok" and value is not None
+    }
     pairs = [
         (pk, first[pk], value)
-        for pk, status, value in _scores(store, run_b, metric)
+        for pk, status, value in store.runs.session_values(run_b, metric)
         if status == "ok" and value is not None and pk in first
     ]
     points: dict[tuple[float, float], int] = defaultdict(int)
@@ -286,7 +270,7 @@ def compare_runs(store: Store, run_a: int, run_b: int, metric: str, *, worst: in
         points[(round(a, 2), round(b, 2))] += 1
         diffs[round(b - a, 4)] += 1
     dropped = heapq.nsmallest(worst, (p for p in pairs if p[2] < p[1]), key=lambda p: (p[2] - p[1], p[0]))
-    refs = _refs(store, [pk for pk, _, _ in dropped])
+    refs = store.sessions.links([pk for pk, _, _ in dropped])
     n_worse = sum(c for d, c in diffs.items() if d < 0)
     n_better = sum(c for d, c in diffs.items() if d > 0)
     return Comparison(
@@ -302,15 +286,6 @@ def compare_runs(store: Store, run_a: int, run_b: int, metric: str, *, worst: in
         n_same=len(pairs) - n_worse - n_better,
         spread=_spread(list(diffs.items())),
     )
-
-
-def _refs(store: Store, pks: list[int]) -> dict[int, str]:
-    """The links of a few sessions (``evalcore.identity.link_of``: unique in the dataset)."""
-    if not pks:
-        return {}
-    marks = ",".join("?" * len(pks))
-    sql = f"SELECT s.id, {link_sql('s')} FROM sessions s WHERE s.id IN ({marks})"
-    return dict(store.db.execute(sql, pks).fetchall())
 
 
 @dataclass(frozen=True)
@@ -372,14 +347,7 @@ def agreement_note(a: Agreement) -> str:
 
 def verdicts_version(store: Store, dataset: str) -> tuple[Any, ...]:
     """What changes when verdicts or runs of ``dataset`` change: a cache key for agreement figures."""
-    dataset_id = store.dataset_id(dataset)
-    verdicts = store.db.execute(
-        "SELECT count(*), max(v.id), max(v.at) FROM verdicts v JOIN sessions s ON s.id = v.session_pk "
-        "WHERE s.dataset_id = ?",
-        [dataset_id],
-    ).fetchone()
-    runs = store.db.execute("SELECT max(id), count(*) FROM runs WHERE dataset_id = ?", [dataset_id]).fetchone()
-    return (*verdicts, *runs)
+    return store.labels.mark(dataset)
 
 
 def _spread(diffs: list[tuple[float, int]], bars: int = 41) -> list[tuple[float, int]]:
@@ -399,53 +367,23 @@ def pair_sessions(
     store: Store, run_a: int, run_b: int, metric: str, a: float, b: float, *, limit: int = 50
 ) -> list[Pair]:
     """The sessions behind one point of a comparison (values rounded to 0.01, as the points are)."""
-    rows = store.db.execute(
-        f"SELECT x.session_pk, {link_sql('s')}, x.value, y.value FROM scores x "
-        "JOIN scores y ON y.run_id = ? AND y.session_pk = x.session_pk AND y.turn = -1 AND y.metric = x.metric "
-        "AND y.status = 'ok' JOIN sessions s ON s.id = x.session_pk "
-        "WHERE x.run_id = ? AND x.metric = ? AND x.turn = -1 AND x.status = 'ok' "
-        "AND round(x.value, 2) = ? AND round(y.value, 2) = ? ORDER BY x.session_pk LIMIT ?",
-        [run_b, run_a, metric, round(a, 2), round(b, 2), limit],
-    ).fetchall()
-    return [Pair(pk, ref, va, vb) for pk, ref, va, vb in rows]
+    rows = store.runs.paired(run_a, run_b, metric, a, b, limit=limit)
+    refs = store.sessions.links([pk for pk, _, _ in rows])
+    return [Pair(pk, refs[pk], va, vb) for pk, va, vb in rows]
 
 
 def heatmap(store: Store, run_id: int, metric: str, *, limit: int = 40, offset: int = 0) -> Heatmap:
     """A page of the run's sessions x its metrics, in the order of ``metric`` (lowest first; sessions it
     failed or did not apply to last). Read from the scores index: a page costs its rows, not the run's."""
     run = _check(store, run_id, metric)
-    where = "FROM scores WHERE run_id = ? AND metric = ? AND turn = -1"
-    ok = store.db.execute(f"SELECT count(*) {where} AND status = 'ok'", [run_id, metric]).fetchone()[0]
-    total = store.db.execute(f"SELECT count(*) {where}", [run_id, metric]).fetchone()[0]
-    shown = [
-        r[0]
-        for r in store.db.execute(
-            f"SELECT session_pk {where} AND status = 'ok' ORDER BY value, session_pk LIMIT ? OFFSET ?",
-            [run_id, metric, limit, offset],
-        )
-    ]
-    if len(shown) < limit:
-        shown += [
-            r[0]
-            for r in store.db.execute(
-                f"SELECT session_pk {where} AND status != 'ok' ORDER BY session_pk LIMIT ? OFFSET ?",
-                [run_id, metric, limit - len(shown), max(0, offset - ok)],
-            )
-        ]
-    cells: dict[tuple[int, str], float | None] = {}
-    if shown:
-        marks = ",".join("?" * len(shown))
-        for pk, name, value in store.db.execute(
-            f"SELECT session_pk, metric, value FROM scores WHERE run_id = ? AND turn = -1 AND session_pk IN ({marks})",
-            [run_id, *shown],
-        ):
-            cells[(pk, name)] = value
+    shown, total = store.runs.in_order(run_id, metric, limit=limit, offset=offset)
+    cells = store.runs.values_of(run_id, shown)
     scales = {m: _observed_scale(store, run_id, m) for m in run.metrics}
     values = [[cells.get((pk, m)) for m in run.metrics] for pk in shown]
     scaled = [
         [None if v is None else _placed(v, scales[m]) for v, m in zip(row, run.metrics, strict=True)] for row in values
     ]
-    refs = _refs(store, shown)
+    refs = store.sessions.links(shown)
     return Heatmap(run_id, list(run.metrics), [(pk, refs[pk]) for pk in shown], values, scaled, int(total))
 
 
@@ -454,10 +392,7 @@ def _observed_scale(store: Store, run_id: int, metric: str) -> tuple[float, floa
     low, high = metric_scale(metric)
     if math.isfinite(low) and math.isfinite(high):
         return (low, high)
-    seen = store.db.execute(
-        "SELECT min(value), max(value) FROM scores WHERE run_id = ? AND metric = ? AND turn = -1 AND status = 'ok'",
-        [run_id, metric],
-    ).fetchone()
+    seen = store.runs.value_range(run_id, metric)
     lo = low if math.isfinite(low) else (seen[0] if seen[0] is not None else 0.0)
     hi = high if math.isfinite(high) else (seen[1] if seen[1] is not None else 1.0)
     return (float(lo), float(hi) if hi > lo else float(lo) + 1.0)
@@ -472,12 +407,7 @@ def _placed(value: float, scale: tuple[float, float]) -> float:
 
 def review_progress(store: Store, dataset: str) -> ReviewProgress:
     """Reviewers' status changes on ``dataset`` by day and by reviewer, and the statuses now."""
-    dataset_id = store.dataset_id(dataset)
-    rows = store.db.execute(
-        "SELECT substr(e.at, 1, 10), e.author, e.new, count(*) FROM edits e JOIN sessions s ON s.id = e.session_pk "
-        "WHERE s.dataset_id = ? AND e.field = 'status' AND e.turn IS NULL GROUP BY 1, 2, 3",
-        [dataset_id],
-    ).fetchall()
+    rows = store.sessions.status_changes(dataset)
     days = sorted({r[0] for r in rows})
     reviewers = sorted({r[1] for r in rows})
     by_day = {s: [0] * len(days) for s in STATUSES}
@@ -490,9 +420,7 @@ def review_progress(store: Store, dataset: str) -> ReviewProgress:
             continue
         by_day[status][day_at[day]] += count
         by_reviewer[status][who_at[author]] += count
-    current = dict(
-        store.db.execute("SELECT status, count(*) FROM sessions WHERE dataset_id = ? GROUP BY 1", [dataset_id])
-    )
+    current = store.sessions.facets(dataset).statuses
     return ReviewProgress(days, by_day, reviewers, by_reviewer, {s: int(current.get(s, 0)) for s in STATUSES})
 
 

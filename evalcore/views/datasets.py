@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalcore.store import Store
-from evalcore.store.datasets import overviews
-from evalcore.store.jobs import Job, Jobs
+from evalcore.store.jobs import Job
 from evalcore.views.table import column
 from evalcore.views.text import plural
 
@@ -46,7 +45,7 @@ def dataset_rows(store: Store) -> list[DatasetRow]:
             (o.last_import_at or "")[:16].replace("T", " "),
             o.last_import_source or "",
         )  # fmt: skip
-        for o in overviews(store)
+        for o in store.datasets.overviews()
     ]
 
 
@@ -97,7 +96,7 @@ def import_outcome(job: Job) -> ImportOutcome:
 
 def latest_import(store: Store, dataset: str) -> ImportOutcome | None:
     """The dataset's latest import job, if it had one."""
-    for job in Jobs(store).recent(dataset, limit=10):
+    for job in store.jobs.recent(dataset, limit=10):
         if job.kind == "import":
             return import_outcome(job)
     return None

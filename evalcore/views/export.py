@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from evalcore.errors import UsageError
 from evalcore.exporting import ExportStream, manifest_bytes, scores_csv, scores_jsonl
 from evalcore.formats.base import formats
-from evalcore.store.queries import SessionFilter, count
+from evalcore.store.queries import SessionFilter
 from evalcore.store.runs import Run
 from evalcore.store.store import Store
 
@@ -102,7 +102,7 @@ def export_preview(
     """The count of the export of ``dataset`` in format ``to`` and its first ``limit`` records, made
     by the export itself (a session some formats write as several records gives several)."""
     f = filters or SessionFilter()
-    total = count(store, dataset, f)
+    total = store.sessions.count(dataset, f)
     head = ExportStream(store, dataset, to, f, limit=limit).read_all().decode("utf-8")
     lines = [line for line in head.split("\n") if line]  # not splitlines: a record may hold U+2028
     records = [_pretty(line, max_lines) for line in lines[:limit]]

@@ -33,8 +33,8 @@ from evalcore.metrics import REQUIREMENTS, Metric, create_metric, get_metric, me
 from evalcore.metrics.transcript import transcript
 from evalcore.schema import Session
 from evalcore.store import Store
-from evalcore.store.jobs import Job, Jobs
-from evalcore.store.runs import RESUMABLE, Runs
+from evalcore.store.jobs import Job
+from evalcore.store.runs import RESUMABLE
 from evalcore.views.table import column
 
 __all__ = [
@@ -199,7 +199,7 @@ _SIGNATURE = ",".join(name for name, _ in _CHECKS)  # the bits' meaning: a saved
 
 
 def _saved(store: Store, dataset_id: int) -> _Known | None:
-    raw = store.meta(f"needs_profile:{dataset_id}")
+    raw = store.meta.get(f"needs_profile:{dataset_id}")
     if not raw:
         return None
     try:
@@ -219,41 +219,38 @@ def needs_profile(store: Store, dataset: str) -> NeedsProfile:
     sessions edited or re-imported since (every change to a session is an entry in ``edits``), and
     only those sessions themselves.
     """
-    dataset_id = store.dataset_id(dataset)
-    edit_id = int(store.db.execute("SELECT coalesce(max(id), 0) FROM edits").fetchone()[0])
+    dataset_id = store.datasets.id_of(dataset)
+    edit_id = store.sessions.last_edit()
     # The dataset unchanged since the last look (no session added or edited; sessions are removed only with
     # their dataset): that look's profile, with no session read (this runs on every rerun of the Metrics page).
-    n, top = store.db.execute(
-        "SELECT count(*), coalesce(max(id), 0) FROM sessions WHERE dataset_id = ?", [dataset_id]
-    ).fetchone()
-    key = (store.path, dataset_id)
+    n, top = store.sessions.shape(dataset)
+    key = (store.url, dataset_id)
     with _cache_lock:
         known = _cache.get(key)
     if known is not None and known.profile is not None and (known.shape, known.edit_id) == ((n, top), edit_id):
         return dataclasses.replace(known.profile, read=0)
-    pks = [r[0] for r in store.db.execute("SELECT id FROM sessions WHERE dataset_id = ? ORDER BY id", [dataset_id])]
+    pks = sorted(store.sessions.pks(dataset))
     known = known or _saved(store, dataset_id) or _Known(0, {})
     masks = dict(known.masks)
     stale = {pk for pk in pks if pk not in masks}
     if known.edit_id < edit_id:
         members = set(pks)
-        changed = store.db.execute("SELECT DISTINCT session_pk FROM edits WHERE id > ?", [known.edit_id])
-        stale |= {pk for (pk,) in changed if pk in members}
+        stale |= {pk for pk in store.sessions.edited_since(known.edit_id) if pk in members}
     todo = sorted(stale)
-    runs = Runs(store)
+    runs = store.runs
     for start in range(0, len(todo), 1000):  # read as the scorer reads them: a third faster than Store.get_many
         for pk, session in runs.sessions(todo[start : start + 1000]):
             masks[pk] = session_mask(session)
     fresh = _Known(edit_id, {pk: masks[pk] for pk in pks if pk in masks})
     if todo or len(fresh.masks) != len(known.masks) or known.edit_id != edit_id:
         entry = {"checks": _SIGNATURE, "edit_id": edit_id, "masks": list(fresh.masks.items())}
-        store.set_meta(f"needs_profile:{dataset_id}", json.dumps(entry, separators=(",", ":")))
+        store.meta.set(f"needs_profile:{dataset_id}", json.dumps(entry, separators=(",", ":")))
     counts: Counter[int] = Counter()
     pks_by_mask: dict[int, list[int]] = {}
     for pk, mask in fresh.masks.items():
         counts[mask] += 1
         pks_by_mask.setdefault(mask, []).append(pk)
-    version = (store.path, dataset_id, edit_id)
+    version = (store.url, dataset_id, edit_id)
     fresh.shape, fresh.profile = (n, top), NeedsProfile(len(fresh.masks), dict(counts), pks_by_mask, len(todo), version)
     with _cache_lock:
         _cache[key] = fresh
@@ -549,7 +546,7 @@ def estimate(
         step = max(1, math.ceil(len(pks) / sample)) if pks else 1
         picked = pks[::step][:sample]
         calls = chars = 0
-        for stored in store.get_many(picked):
+        for stored in store.sessions.get_many(picked):
             n, c = _session_prompt_chars(metric, stored.session)
             calls += n
             chars += c
@@ -660,7 +657,7 @@ def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
     done = failed = na = items = 0
     if run_id is not None:
         try:
-            live = Runs(store).progress(run_id)
+            live = store.runs.progress(run_id)
         except NotFoundError:  # the run was deleted with its dataset
             pass
         else:
@@ -682,7 +679,7 @@ def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
 
 def latest_scoring_job(store: Store, dataset: str) -> Job | None:
     """The dataset's latest scoring job (running or not), if any."""
-    return next((job for job in Jobs(store).recent(dataset, limit=50) if job.kind == "score"), None)
+    return next((job for job in store.jobs.recent(dataset, limit=50) if job.kind == "score"), None)
 
 
 # -- past runs --------------------------------------------------------------------------------------
@@ -729,17 +726,9 @@ class PastRun:
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
     applicable, judge calls and cost (summed over the session scores), duration and status."""
-    store.dataset_id(dataset)  # NotFoundError for no such dataset
-    runs = Runs(store).recent(dataset, limit=limit)
-    spent: dict[int, tuple[int | None, float | None]] = {}
-    if runs:
-        marks = ",".join("?" * len(runs))
-        for run_id, calls, cost in store.db.execute(  # (only the judged scores: idx_scores_judged)
-            f"SELECT run_id, sum(calls), sum(cost) FROM scores WHERE run_id IN ({marks}) "
-            "AND turn = -1 AND (calls IS NOT NULL OR cost IS NOT NULL) GROUP BY run_id",
-            [run.id for run in runs],
-        ):
-            spent[run_id] = (calls, cost)
+    store.datasets.id_of(dataset)  # NotFoundError for no such dataset
+    runs = store.runs.recent(dataset, limit=limit)
+    spent = store.runs.judge_spend([run.id for run in runs])
     result = []
     for run in runs:
         calls, cost = spent.get(run.id, (None, None))

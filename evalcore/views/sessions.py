@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from evalcore.errors import UsageError
 from evalcore.identity import session_label
 from evalcore.store import Store
-from evalcore.store.queries import Page, SessionFilter, browse
-from evalcore.store.runs import Runs
+from evalcore.store.queries import Page, SessionFilter
 from evalcore.views.table import column, spread
 
 __all__ = ["SessionRow", "SessionsTable", "page_filter", "sessions_table"]
@@ -103,8 +102,8 @@ def sessions_table(
 ) -> SessionsTable:
     """One page of ``dataset``'s sessions as rows: status, id, assistant, first question, turns, tool
     calls, tags, whether it has ground truth, the latest score of each metric, and who changed it last."""
-    page: Page = browse(store, dataset, filters, sort=sort, descending=descending, limit=limit, offset=offset)
-    runs = Runs(store)
+    page: Page = store.sessions.browse(dataset, filters, sort=sort, descending=descending, limit=limit, offset=offset)
+    runs = store.runs
     metrics = runs.metrics_of(dataset)
     latest = runs.latest_values([item.pk for item in page.items]) if metrics else {}
     rows = []

@@ -16,7 +16,7 @@ from evalcore.model.redact import public_url
 from evalcore.solver import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, parse_task
 from evalcore.solver.dataset import sample_session_id
 from evalcore.solver.samples import place_samples
-from evalcore.store.jobs import Job, Jobs
+from evalcore.store.jobs import Job
 from evalcore.store.store import Store
 
 __all__ = [
@@ -222,4 +222,4 @@ def solve_progress(job: Job) -> SolveProgress:
 
 def latest_solve_job(store: Store, dataset: str | None = None) -> Job | None:
     """The latest solver job (of ``dataset``, when given), running or not."""
-    return next((job for job in Jobs(store).recent(dataset, limit=50) if job.kind == "solve"), None)
+    return next((job for job in store.jobs.recent(dataset, limit=50) if job.kind == "solve"), None)

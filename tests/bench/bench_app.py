@@ -42,7 +42,7 @@ from app_server import SETTLED, browser, streamlit_server  # noqa: E402
 
 from evalcore.importing import import_file  # noqa: E402
 from evalcore.scoring import score_dataset  # noqa: E402
-from evalcore.store import Store  # noqa: E402
+from evalcore.store import open_store  # noqa: E402
 
 
 def long_session() -> dict[str, object]:
@@ -129,14 +129,14 @@ def main() -> int:
         print(f"building {args.sessions:,} sessions and one long session...", flush=True)
         source = tmp / "big.jsonl"
         build_ragas_file(source, args.sessions)
-        store = Store(db)
+        store = open_store(db)
         import_file(store, source, "big")
         score_dataset(store, "big", ["tool_call_count"])
         (tmp / "long.jsonl").write_text(json.dumps(long_session()) + "\n")
         report = import_file(store, tmp / "long.jsonl", "long", fmt="evalcore")
         assert report.new == 1, report
-        long_pk = store.find_ref("long", "long-1")
-        big_pk = store.pks("big")[1]
+        long_pk = store.sessions.find_ref("long", "long-1")
+        big_pk = store.sessions.pks("big")[1]
 
         # Review: the server's run time of the page, first load (after the frame's warm-up) and after an edit.
         at = apptest("review.py", db, dataset="long", session="long-1")
@@ -147,12 +147,12 @@ def main() -> int:
         again, best = median_ms(at.run, args.repeat)  # type: ignore[attr-defined]
         rows.append(("Review, 300 messages / 40 calls: first run", first, first, 300, 150))
         rows.append(("Review: rerun", again, best, 300, 150))
-        version = store.get(long_pk).version
+        version = store.sessions.get(long_pk).version
 
         def edit_then_run() -> None:
             nonlocal version
-            version = store.save(long_pk, {"reference": f"Order 1 shipped ({time.time()})."}, base_version=version,
-                                 author="bench")  # fmt: skip
+            change = {"reference": f"Order 1 shipped ({time.time()})."}
+            version = store.sessions.save(long_pk, change, base_version=version, author="bench")
             at.run()  # type: ignore[attr-defined]
 
         edited, best = median_ms(edit_then_run, args.repeat)
@@ -163,11 +163,13 @@ def main() -> int:
         first, again, best = first_and_rerun(at, args.repeat)
         rows.append((f"Sessions, {args.sessions:,} sessions: first run", first, first, 500, 200))
         rows.append(("Sessions: rerun", again, best, 500, 200))
-        big_version = store.get(big_pk).version
+        big_version = store.sessions.get(big_pk).version
 
         def edit_big_then_run() -> None:
             nonlocal big_version
-            big_version = store.save(big_pk, {"tags": [f"t{time.time()}"]}, base_version=big_version, author="bench")
+            big_version = store.sessions.save(
+                big_pk, {"tags": [f"t{time.time()}"]}, base_version=big_version, author="bench"
+            )
             at.run()  # type: ignore[attr-defined]
 
         edited, best = median_ms(edit_big_then_run, args.repeat)

@@ -75,7 +75,7 @@ from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import Metric
 from evalcore.scoring import score_dataset
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.runs import Runs
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -327,7 +327,7 @@ def deterministic(tmp: Path, problem: str | None) -> Deterministic:
         pairs = zip(memory["scores"], ragas["scores"], strict=True)
         agree = sum(a == b for ours, theirs in pairs for a, b in zip(ours, theirs, strict=True))
 
-    with Store(tmp / "bench.db") as store:
+    with open_store(tmp / "bench.db") as store:
         start = time.perf_counter()
         imported = import_file(store, src, "bench")
         import_seconds = time.perf_counter() - start
@@ -335,7 +335,7 @@ def deterministic(tmp: Path, problem: str | None) -> Deterministic:
             raise SystemExit(f"bench: imported {imported.new} of {SESSIONS} sessions, {imported.failed} failed")
         score_seconds = time_score_dataset(store)
         breakdown_total, steps = breakdown(store)
-    with Store(tmp / "head.db") as small:
+    with open_store(tmp / "head.db") as small:
         import_file(small, head, "head")
     command = time_command(tmp / "bench.db", tmp / "head.db")
     return Deterministic(import_seconds, score_seconds, memory_seconds, breakdown_total, steps, ragas, agree, command)
@@ -352,7 +352,7 @@ class JudgeRun:
 
 
 def judge_once(server: FakeOpenAI, src: Path, db: Path, concurrency: int) -> JudgeRun:
-    with Store(db) as store:  # fresh: a new run, an empty judge cache
+    with open_store(db) as store:  # fresh: a new run, an empty judge cache
         import_file(store, src, "judge")
         config = JudgeConfig(model="bench-judge", base_url=server.url, api_key="bench", concurrency=concurrency)
         before = len(server.requests)

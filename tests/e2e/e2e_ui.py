@@ -19,8 +19,11 @@ from typing import Any
 from urllib.parse import quote
 
 from app_server import settle, streamlit_server
+from dbutil import query
 from playwright.sync_api import Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+from evalcore.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DATA = ROOT / "sample_data"
@@ -32,40 +35,52 @@ ROW_PX = 35
 
 @dataclass
 class Server:
-    """A running app: its URL, its database file and its log."""
+    """A running app: its URL, its database (a SQLite file, or a PostgreSQL URL) and its log."""
 
     url: str
-    db: Path
+    db: Path | str
     log: Path
     folder: Path
 
+    @property
+    def engine(self) -> str:
+        return "postgresql" if str(self.db).startswith("postgresql://") else "sqlite"
+
+    def shot_name(self, name: str) -> str:
+        """A screenshot's name: the page's, marked ``pg-`` when the app runs on PostgreSQL."""
+        return name if self.engine == "sqlite" else f"pg-{name}"
+
     def rows(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-        """Rows straight from the SQLite file, as another program would read them."""
-        with closing(sqlite3.connect(self.db)) as db:
-            return db.execute(sql, params).fetchall()
+        """Rows straight from the database, as another program would read them (``?`` placeholders)."""
+        if self.engine == "sqlite":
+            with closing(sqlite3.connect(self.db)) as db:
+                return db.execute(sql, params).fetchall()
+        with open_store(self.db) as store:
+            return query(store, sql, list(params))
 
     def import_sessions(self, dataset: str, lines: list[Any], name: str) -> list[str]:
         """Write ``lines`` to a file called ``name``, import it with evalcore's importer; the sessions' refs."""
         from evalcore.importing import import_file
-        from evalcore.store import Store
 
         path = self.folder / name
         path.write_text("".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines))
-        with Store(self.db) as store:
+        with open_store(self.db) as store:
             report = import_file(store, path, dataset)
             assert report.new == len(lines), report
-            return [store.get(pk).ref for pk in store.pks(dataset)]
+            return [store.sessions.get(pk).ref for pk in store.sessions.pks(dataset)]
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def start_server(tmp_path_factory: Any, *, samples: Path | None = None) -> Iterator[Server]:
-    """The app on a new database in a temporary folder (a fixture's body: it yields, then stops the server)."""
+def start_server(tmp_path_factory: Any, *, samples: Path | None = None, db: str | None = None) -> Iterator[Server]:
+    """The app on a new database (in a temporary folder, else ``db``, a PostgreSQL database's URL): a fixture's
+    body, it yields, then stops the server."""
     folder = tmp_path_factory.mktemp("e2e")
-    db, log = folder / "e2e.db", folder / "streamlit.log"
-    with streamlit_server(db, samples=samples, log=log) as url:
-        yield Server(url, db, log, folder)
+    where: Path | str = db or folder / "e2e.db"
+    log = folder / "streamlit.log"
+    with streamlit_server(where, samples=samples, log=log, folder=folder) as url:
+        yield Server(url, where, log, folder)
 
 
 def ragas_lines() -> list[str]:

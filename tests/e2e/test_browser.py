@@ -31,6 +31,7 @@ from e2e_ui import (
 )
 from playwright.sync_api import expect
 
+from evalcore.store import open_store
 from evalcore.views.review.tables import session_label
 
 pytestmark = pytest.mark.browser
@@ -262,14 +263,15 @@ def test_second_reviewer_saving_a_stale_form_meets_a_conflict(server: Server, ne
 
 
 def test_restore_an_earlier_version_from_history(server: Server, new_page: NewPage) -> None:
-    from evalcore.store import Store
 
     refs = server.import_sessions("restore", ragas_lines()[:1], "restore.jsonl")
-    with Store(server.db) as store:
-        pk = store.find_ref("restore", refs[0])
-        version = store.save(pk, {"reference": "First draft."}, base_version=store.get(pk).version, author="Carol")
-        store.save(pk, {"reference": "Second draft."}, base_version=version, author="Carol")
-        first, second = (e.id for e in store.history(pk))
+    with open_store(server.db) as store:
+        pk = store.sessions.find_ref("restore", refs[0])
+        version = store.sessions.save(
+            pk, {"reference": "First draft."}, base_version=store.sessions.get(pk).version, author="Carol"
+        )
+        store.sessions.save(pk, {"reference": "Second draft."}, base_version=version, author="Carol")
+        first, second = (e.id for e in store.sessions.history(pk))
 
     page = new_page(review_path("restore", refs[0]))
     set_reviewer(page, "Dave")

@@ -14,9 +14,8 @@ from playwright.sync_api import Page, expect
 
 from evalcore.metrics.base import MetricResult
 from evalcore.scoring import save_results, score_dataset
-from evalcore.store import Store
-from evalcore.store.runs import Runs
-from evalcore.store.verdicts import LABEL, set_verdict
+from evalcore.store import open_store
+from evalcore.store.labels import LABEL
 from evalcore.views.review.tables import session_label
 
 pytestmark = pytest.mark.browser
@@ -29,26 +28,26 @@ SAMPLES = ROOT / "tests" / "data" / "ragas_reference" / "ragas_samples.jsonl"
 def scored(server: Server) -> dict[str, Any]:
     """60 real ragas samples scored twice; between the runs one session's reference tool calls changed."""
     server.import_sessions("dash", SAMPLES.read_text().splitlines()[:60], "dash.jsonl")
-    with Store(server.db) as store:
+    with open_store(server.db) as store:
         # A pass/fail judge's verdicts beside a reviewer's on 12 sessions (stored as a judge run stores them).
-        pks = store.pks("dash")[:12]
-        judge = Runs(store).create("dash", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}})
+        pks = store.sessions.pks("dash")[:12]
+        judge = store.runs.create("dash", ["aspect_critique"], {"aspect_critique": {"name": "aspect_critique"}})
         results = [
             (pk, "aspect_critique", MetricResult("aspect_critique", value=float(i % 3 != 0)))
             for i, pk in enumerate(pks)
         ]
         save_results(store, judge.id, results)
-        Runs(store).finish(judge.id)
+        store.runs.finish(judge.id)
         for i, pk in enumerate(pks):
-            set_verdict(store, pk, LABEL, float(i % 4 != 0), author="ann")
+            store.labels.set_verdict(pk, LABEL, float(i % 4 != 0), author="ann")
         first = score_dataset(store, "dash", ["tool_call_f1", "tool_call_accuracy"]).run.id
-        perfect = [r for r in Runs(store).scores(first) if r.metric == "tool_call_f1" and r.value == 1.0]
+        perfect = [r for r in store.runs.scores(first) if r.metric == "tool_call_f1" and r.value == 1.0]
         pk = perfect[0].session_pk
-        stored = store.get(pk)
+        stored = store.sessions.get(pk)
         calls = [{"name": "not_a_tool_it_called", "args": {}}]
-        store.save(pk, {"reference_tool_calls": calls}, base_version=stored.version, author="test")
+        store.sessions.save(pk, {"reference_tool_calls": calls}, base_version=stored.version, author="test")
         second = score_dataset(store, "dash", ["tool_call_f1", "tool_call_accuracy"], resume=False).run.id
-    return {"first": first, "second": second, "changed": store.get(pk).ref}
+    return {"first": first, "second": second, "changed": store.sessions.get(pk).ref}
 
 
 def _charts(page: Page) -> Any:
@@ -77,7 +76,7 @@ def test_dashboard_charts_and_a_bar_down_to_its_sessions(
     shot(page, "dashboard")
 
     # The histogram's tallest bar: its sessions, and only those, on the Sessions page.
-    with Store(server.db) as store:
+    with open_store(server.db) as store:
         from evalcore.views.dashboard import distribution
 
         d = distribution(store, scored["second"], "tool_call_f1")
@@ -111,7 +110,7 @@ def test_two_runs_compared_and_a_cell_opened_in_review(
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(page).to_have_url(re.compile(r"/review\?"))
     settle(page)
-    with Store(server.db) as store:
+    with open_store(server.db) as store:
         from evalcore.views.dashboard import heatmap
 
         first_ref = heatmap(store, scored["second"], "tool_call_f1", limit=1).sessions[0][1]

@@ -21,7 +21,7 @@ from playwright.sync_api import expect
 
 from evalcore.exporting import scores_csv
 from evalcore.scoring import score_dataset
-from evalcore.store import Store
+from evalcore.store import open_store
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +62,7 @@ def test_download_an_export_byte_equal_to_the_cli(server: Server, new_page: NewP
     sessions = shop_sessions()
     sessions[0]["messages"][0]["content"] = "Hostile: " + " ".join(XSS)  # approved: the first in the preview
     server.import_sessions("shop", [{"schema_version": 1, **s} for s in sessions], "shop.jsonl")
-    with Store(server.db) as store:
+    with open_store(server.db) as store:
         run_id = score_dataset(store, "shop", ["turn_count"]).run.id
 
     page = new_page("/export?dataset=shop")
@@ -99,7 +99,7 @@ def test_download_an_export_byte_equal_to_the_cli(server: Server, new_page: NewP
 
     # A run's scores, as CSV.
     name, data = download(page, f"Download shop.run-{run_id}.scores.csv", got)
-    with Store(server.db) as store:
+    with open_store(server.db) as store:
         assert name == f"shop.run-{run_id}.scores.csv" and data == scores_csv(store, run_id)
     assert data.count(b"\r\n") == 31  # a header and 30 rows
     shot(page, "export-after-downloads")

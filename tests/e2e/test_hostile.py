@@ -17,6 +17,8 @@ from app_server import settle, shot
 from e2e_ui import Server, expander, open_expander, review_path, set_reviewer
 from playwright.sync_api import expect
 
+from evalcore.store import open_store
+
 pytestmark = pytest.mark.browser
 
 NewPage = Callable[..., Any]
@@ -97,13 +99,14 @@ def hostile_session(port: int) -> dict[str, Any]:
 def test_hostile_content_is_shown_as_text_and_loads_nothing(
     server: Server, new_page: NewPage, listener: Listener
 ) -> None:
-    from evalcore.store import Store
 
     [ref] = server.import_sessions("hostile", [hostile_session(listener.port)], "hostile.jsonl")
-    with Store(server.db) as store:
-        pk = store.find_ref("hostile", ref)
+    with open_store(server.db) as store:
+        pk = store.sessions.find_ref("hostile", ref)
         extra = html_of(listener)
-        store.add_comment(pk, f"A comment <script>window.__xss=5</script> {extra}", author=f"<b>mallory</b> {extra}")
+        store.labels.add_comment(
+            pk, f"A comment <script>window.__xss=5</script> {extra}", author=f"<b>mallory</b> {extra}"
+        )
 
     page = new_page(review_path("hostile", ref))
     expect(page.locator('[data-testid="stMain"] h3').first).to_have_text(ref)

@@ -41,10 +41,12 @@ TABS = {
 }
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """The app on a temporary database that the sample data is loaded into on first use, as for a newcomer."""
-    yield from start_server(tmp_path_factory, samples=SAMPLE_DATA)
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """The app on a new database that the sample data is loaded into on first use, as for a newcomer: a SQLite
+    file, then a PostgreSQL database (every page the same on both)."""
+    db = request.getfixturevalue("pg_cluster").new_database() if request.param == "postgresql" else None
+    yield from start_server(tmp_path_factory, samples=SAMPLE_DATA, db=db)
 
 
 def test_datasets_and_sessions_pages(server: Server, new_page: NewPage) -> None:
@@ -52,13 +54,13 @@ def test_datasets_and_sessions_pages(server: Server, new_page: NewPage) -> None:
     expect(heading(page)).to_have_text("Datasets")
     expect(page.get_by_role("heading", name="Import a file")).to_be_visible()
     expect(page.get_by_role("heading", name="Manage sample-anthropic")).to_be_visible()
-    shot(page, "datasets")
+    shot(page, server.shot_name("datasets"))
 
     page.get_by_role("link", name="Sessions").click()
     expect(heading(page)).to_have_text("Sessions")
     expect(page.get_by_text("sessions. Click a cell to open its session")).to_be_visible()
     settle(page)
-    shot(page, "sessions")
+    shot(page, server.shot_name("sessions"))
 
 
 def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
@@ -69,7 +71,7 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
     page = new_page(review_path("sample-evalcore", ref))  # the stored identity (ida:...) opens it too
     expect(heading(page)).to_have_text("air-missed-connection-0412")
     set_reviewer(page, "Alice")
-    shot(page, "review-top")
+    shot(page, server.shot_name("review-top"))
 
     # Something in History and Comments, made the way a reviewer makes them.
     goal = text_area(page, "Goal")
@@ -86,7 +88,7 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
     settle(page)
 
     open_expander(page, "Ground truth for turn 1")
-    shot(page, "review-turn-editor")
+    shot(page, server.shot_name("review-turn-editor"))
 
     for tab, shows in TABS.items():
         page.get_by_role("tab", name=tab).click()
@@ -98,7 +100,7 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
             verdict.click()
             expect(verdict).to_have_attribute("aria-checked", "true")
             settle(page)
-        shot(page, "review-tab-" + "-".join(tab.lower().replace("&", " ").split()))
+        shot(page, server.shot_name("review-tab-" + "-".join(tab.lower().replace("&", " ").split())))
 
 
 def test_review_shows_an_image_and_a_failed_runs_error(server: Server, new_page: NewPage) -> None:
@@ -112,10 +114,41 @@ def test_review_shows_an_image_and_a_failed_runs_error(server: Server, new_page:
     page = new_page(review_path("sample-anthropic", key))
     image = page.locator('[data-testid="stMain"] [data-testid="stImage"] img').first
     expect(image).to_be_visible()
-    shot(page, "review-image")
+    shot(page, server.shot_name("review-image"))
 
     trace = Path(__file__).parent.parent / "data" / "real" / "traces" / "mlflow_error_trace.json"
     (ref,) = server.import_sessions("failed-trace", [json.dumps(json.loads(trace.read_text()))], "trace.jsonl")
     page = new_page(review_path("failed-trace", ref))
     expect(page.get_by_text("The run failed: ConnectionError")).to_be_visible()
-    shot(page, "review-error")
+    shot(page, server.shot_name("review-error"))
+
+
+def test_the_scores_pages_and_the_solver(server: Server, new_page: NewPage) -> None:
+    """Metrics (its past runs: the samples' first scoring), the Dashboard (a distribution from those scores),
+    Export (the count and preview of a dataset) and Simulate, each as a reviewer first sees it."""
+    page = new_page("/metrics?dataset=sample-ragas")
+    expect(heading(page)).to_have_text("Metrics")
+    expect(page.get_by_role("heading", name="Past runs")).to_be_visible()
+    expect(page.locator('[data-testid="stDataFrame"]').last).to_be_visible()  # the past runs' table
+    settle(page)
+    shot(page, server.shot_name("metrics"))
+
+    page.get_by_role("link", name="Dashboard").click()
+    expect(heading(page)).to_have_text("Dashboard")
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+    settle(page)
+    shot(page, server.shot_name("dashboard"))
+
+    page.get_by_role("link", name="Export").click()
+    expect(heading(page)).to_have_text("Export")
+    expect(page.get_by_role("heading", name="Preview")).to_be_visible()
+    expect(page.get_by_text("5 sessions").first).to_be_visible()
+    settle(page)
+    shot(page, server.shot_name("export"))
+
+    page.get_by_role("link", name="Simulate").click()
+    expect(heading(page)).to_have_text("Simulate")
+    expect(page.get_by_role("heading", name="Task")).to_be_visible()
+    settle(page)
+    shot(page, server.shot_name("simulate"))
+    assert "Traceback" not in server.log_text()

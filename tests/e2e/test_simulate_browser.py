@@ -4,6 +4,7 @@ server on 127.0.0.1, watch it finish, and open a resulting session in Review. Sc
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -59,3 +60,45 @@ def test_run_the_clarification_task_and_open_a_session_in_review(server: Server,
         "SELECT count(*) FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = 'clarification'"
     )
     assert rows == [(6,)]
+
+
+#: A task whose template would spin until its deadline (2**40 macro calls) for each sample: uploaded, then cancelled.
+STUCK = (
+    "definition:\n  solver:\n    type: multi_turn_solver\n    message_builders:\n      - type: chat_message\n"
+    "        role: user\n        content: '{% macro f(n) %}{% if n %}{{ f(n-1) }}{{ f(n-1) }}{% endif %}{% endmacro %}"
+    "{{ f(40) }}'\n      - type: generate\n"
+)
+
+
+def test_cancel_stops_a_run_stuck_in_a_template_within_a_second(server: Server, new_page: NewPage) -> None:
+    """An uploaded task whose template spins (issue 23): Cancel ends the run at once, not when the sample's deadline
+    comes, and nothing of the stuck samples is stored."""
+    task, samples = server.folder / "stuck.yaml", server.folder / "stuck.jsonl"
+    task.write_text(STUCK)
+    samples.write_text("".join(f'{{"n": {i}}}\n' for i in range(3)))
+    page = new_page("/simulate")
+    expect(heading(page)).to_have_text("Simulate")
+    page.get_by_role("radio", name="Upload").first.click()  # the task: uploaded
+    settle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(task)
+    expect(page.get_by_text("2 steps; conversations recorded as")).to_be_visible()
+    page.get_by_role("radio", name="Upload").nth(1).click()  # the samples: uploaded too
+    settle(page)
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').nth(1).set_input_files(samples)
+    expect(page.get_by_text("3 samples; the first ones:")).to_be_visible()
+    page.get_by_role("textbox", name="Model under evaluation").fill("eval-model")
+    page.get_by_role("textbox", name="Into dataset").fill("stuck")
+    settle(page)
+    page.get_by_role("button", name="Run").click()
+    cancel = page.get_by_role("button", name="Cancel")
+    expect(cancel).to_be_visible()
+    page.wait_for_timeout(1000)  # the first sample well into its template (its deadline is 5 s away)
+    started = time.monotonic()
+    cancel.click()
+    expect(page.get_by_text("Cancelled after 0 of 3 samples; run it again to go on")).to_be_visible(timeout=5_000)
+    took = time.monotonic() - started
+    print(f"Cancel clicked: the page said cancelled {took:.2f} s later")
+    assert took < 2.0  # the job within a second, the page's next look (twice a second) included
+    shot(page, "simulate-cancelled")
+    rows = server.rows("SELECT count(*) FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = 'stuck'")
+    assert rows == [(0,)]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.importing import import_file
-from evalcore.store import Store
+from evalcore.store import open_store
 
 from .cases import Case, byte_cases, field_cases, load_samples
 from .conftest import TALLY, Budget
@@ -141,7 +141,7 @@ def _two_processes(case: Case, oracle: Oracle, folder: Path, number: int) -> Ver
     for workers in (1, 2):
         db = folder / f"w{workers}.db"
         try:
-            with Store(db) as store:
+            with open_store(db) as store:
                 reports[workers] = import_file(store, source, "d", workers=workers)
         except Exception as exc:  # a StoreError is a failure here too: these files are all readable
             verdict.tracebacks += 1

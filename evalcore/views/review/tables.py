@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.identity import session_label
+from evalcore.store.labels import Verdict
 from evalcore.store.records import Edit
 from evalcore.store.runs import SessionScore
-from evalcore.store.verdicts import Verdict
 from evalcore.views.review.transcript import TranscriptView
 from evalcore.views.review.weights import WeightsExplanation, format_number
 from evalcore.views.table import column

@@ -1,0 +1,409 @@
+"""Sessions in the store: reading them (the file's conversation with reviewers' edits laid over it), saving
+reviewers' changes as new versions with an append-only history, and everything else done to sessions — browsing
+and search (``queries.py``), changes to many at once (``bulk.py``), imports (``imports.py``) — as one repository,
+``store.sessions``.
+
+Every save carries the version it was based on. It is written as a conditional ``UPDATE ... WHERE version = ?``:
+when another save got there first (on SQLite it waited for the write lock; on PostgreSQL for the row), nothing is
+written and a ``ConflictError`` names who changed what.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from evalcore._infra.gcpause import paused_gc
+from evalcore.errors import ConflictError, NotFoundError, UsageError
+from evalcore.identity import link_of
+from evalcore.schema import Provenance, Session, TurnTruth, validate_session
+from evalcore.store.bulk import BulkChanges
+from evalcore.store.engine import Conn
+from evalcore.store.imports import Importing
+from evalcore.store.jsontext import loads
+from evalcore.store.queries import Browsing
+from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, StoredSession, now
+from evalcore.store.rows import search_text
+
+if TYPE_CHECKING:
+    from evalcore.store.store import Store
+
+__all__ = ["Sessions"]
+
+_SELECT = (
+    "SELECT s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
+    "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line, "
+    "s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o WHERE o.dataset_id = s.dataset_id "
+    "AND o.session_id = s.session_id AND o.id != s.id) "
+    "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
+)
+_EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
+_INT64 = 2**63
+
+
+class Sessions(Browsing, BulkChanges, Importing):
+    """The sessions of one store (``store.sessions``)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._engine = store._engine
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def get(self, pk: int) -> StoredSession:
+        """The session stored under ``pk``, with reviewers' edits applied."""
+        with self._engine.read() as conn:
+            return self._get(conn, pk)
+
+    def _get(self, conn: Conn, pk: int) -> StoredSession:
+        if not -_INT64 <= pk < _INT64:  # beyond 64-bit integers: no such row
+            raise NotFoundError(f"no session #{pk}")
+        row = conn.execute(f"{_SELECT} WHERE s.id = ?", [pk]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session #{pk}")
+        return self._stored(conn, row)
+
+    def get_many(self, pks: list[int]) -> list[StoredSession]:
+        """The sessions stored under ``pks``, in that order (missing ones left out)."""
+        found: dict[int, StoredSession] = {}
+        with paused_gc(), self._engine.read() as conn:
+            for start in range(0, len(pks), 500):
+                chunk = pks[start : start + 500]
+                rows = conn.execute(f"{_SELECT} WHERE s.id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                for row in rows:
+                    found[row[0]] = self._stored(conn, row)
+        return [found[pk] for pk in pks if pk in found]
+
+    def find(self, dataset: str, session_id: str) -> int:
+        """The ``pk`` of the session with ``session_id`` in ``dataset``."""
+        with self._engine.read() as conn:
+            row = conn.execute(
+                "SELECT s.id FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = ? "
+                "AND s.session_id = ? ORDER BY s.id LIMIT 1",
+                [dataset, session_id],
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r} in dataset {dataset!r}")
+        return int(row[0])
+
+    def find_ref(self, dataset: str, ref: str) -> int:
+        """The ``pk`` of the session whose id as exported is ``ref``: its ``session_id``, else the
+        identity evalcore gave it (``SessionSummary.ref``)."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        # Its key first; then the session of that session_id no assistant answered; then the first of them.
+        with self._engine.read() as conn:
+            row = conn.execute(
+                "SELECT id FROM sessions WHERE dataset_id = ? AND (session_id = ? OR key = ?) "
+                "ORDER BY key = ? DESC, key = ? DESC, session_id IS NULL, id LIMIT 1",
+                [dataset_id, ref, ref, ref, f"id:{ref}"],
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {ref!r} in dataset {dataset!r}")
+        return int(row[0])
+
+    def pks(self, dataset: str) -> list[int]:
+        """Every session's ``pk`` in ``dataset``, in file order."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE dataset_id = ? ORDER BY position, id", [dataset_id]
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def links(self, pks: list[int]) -> dict[int, str]:
+        """The links of a few sessions (``evalcore.identity.link_of``: unique in their dataset)."""
+        if not pks:
+            return {}
+        found: dict[int, str] = {}
+        with self._engine.read() as conn:
+            for start in range(0, len(pks), 500):
+                chunk = pks[start : start + 500]
+                rows = conn.execute(
+                    "SELECT s.id, s.key, s.session_id, s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o "
+                    "WHERE o.dataset_id = s.dataset_id AND o.session_id = s.session_id AND o.id != s.id) "
+                    f"FROM sessions s WHERE s.id IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                )
+                found.update((pk, link_of(key, session_id, bool(shared))) for pk, key, session_id, shared in rows)
+        return found
+
+    def _stored(self, conn: Conn, row: tuple[Any, ...]) -> StoredSession:
+        pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row[:12]
+        session = Session.model_validate(loads(data))  # orjson, or the stdlib for NaN / big integers
+        source, fmt, position, line = row[12:16]
+        session.provenance = Provenance.model_construct(source=source, format=fmt, position=position, line=line)
+        if n_edits:
+            session = _apply(session, self._last_edits(conn, pk))
+        session.status = status
+        session.tags = json.loads(tags)
+        return StoredSession(
+            pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits, bool(row[16])
+        )
+
+    def _edits(self, conn: Conn, pk: int) -> list[Edit]:
+        rows = conn.execute(f"SELECT {_EDIT_COLUMNS} FROM edits WHERE session_pk = ? ORDER BY id", [pk]).fetchall()
+        return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
+
+    def _last_edits(self, conn: Conn, pk: int) -> list[Edit]:
+        """The newest edit of each field (of the session, and of each turn), oldest first: each edit sets its field
+        whole, so these alone lay the reviewers' ground truth over the file's (a session edited 2,000 times reads
+        its few fields, not its 2,000 edits)."""
+        rows = conn.execute(
+            f"SELECT {_EDIT_COLUMNS} FROM edits WHERE id IN (SELECT max(id) FROM edits WHERE session_pk = ? "
+            "GROUP BY turn, field) ORDER BY id",
+            [pk],
+        ).fetchall()
+        return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
+
+    def history(self, pk: int) -> list[Edit]:
+        """Every edit of the session, oldest first."""
+        with self._engine.read() as conn:
+            self._get(conn, pk)  # raises when missing
+            return self._edits(conn, pk)
+
+    def state_at(self, pk: int, edit_id: int) -> Session:
+        """The session as it was right after edit ``edit_id``."""
+        with self._engine.read() as conn:
+            stored = self._get(conn, pk)
+            every = self._edits(conn, pk)
+            if not any(e.id == edit_id for e in every):
+                raise NotFoundError(f"session #{pk} has no edit #{edit_id}")
+            data = conn.execute("SELECT data FROM sessions WHERE id = ?", [pk]).fetchone()[0]
+        edits = [e for e in every if e.id <= edit_id]
+        session = _apply(Session.model_validate(loads(data)), edits)
+        # Status and tags start where their first edit found them (else they never changed).
+        for name in ("status", "tags"):
+            first = next((e for e in every if e.field == name), None)
+            value = first.old if first is not None else getattr(stored.session, name)
+            for edit in edits:
+                if edit.field == name:
+                    value = edit.new
+            setattr(session, name, value)
+        return session
+
+    # -- saving -------------------------------------------------------------------------------------
+
+    def save(
+        self,
+        pk: int,
+        changes: dict[str, Any],
+        *,
+        base_version: int,
+        author: str,
+        turn: int | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Save reviewers' changes to the session (``turn`` given: to that turn's ground truth).
+
+        Returns the new version. Refused with ``ConflictError`` when the session changed
+        since ``base_version``, and with ``UsageError`` when a value is invalid; either way
+        nothing is written.
+        """
+        allowed = TURN_FIELDS if turn is not None else (*SESSION_FIELDS, "status", "tags")
+        unknown = [f for f in changes if f not in allowed]
+        if unknown:
+            where = "a turn" if turn is not None else "a session"
+            raise UsageError(f"cannot edit {', '.join(unknown)} of {where}; editable: {', '.join(allowed)}")
+        return self._save_all(pk, [(turn, changes)], base_version=base_version, author=author, reason=reason)
+
+    def set_status(self, pk: int, status: str, *, base_version: int, author: str, reason: str | None = None) -> int:
+        """Set the review status (``todo``, ``in_progress``, ``approved``, ``rejected``, ``flagged``)."""
+        return self.save(pk, {"status": status}, base_version=base_version, author=author, reason=reason)
+
+    def restore(self, pk: int, edit_id: int, *, base_version: int, author: str) -> int:
+        """Bring every edited field back to its value right after edit ``edit_id``, in one save."""
+        target = self.state_at(pk, edit_id)
+        current = self.get(pk).session
+        groups: list[tuple[int | None, dict[str, Any]]] = []
+        session_changes = {
+            f: _jsonable(getattr(target, f))
+            for f in (*SESSION_FIELDS, "status", "tags")
+            if getattr(target, f) != getattr(current, f)
+        }
+        if session_changes:
+            groups.append((None, session_changes))
+        for index in range(max(len(target.turn_truth), len(current.turn_truth))):
+            old = current.turn_truth[index] if index < len(current.turn_truth) else TurnTruth()
+            new = target.turn_truth[index] if index < len(target.turn_truth) else TurnTruth()
+            turn_changes = {f: getattr(new, f) for f in TURN_FIELDS if getattr(new, f) != getattr(old, f)}
+            if turn_changes:
+                groups.append((index, turn_changes))
+        reason = f"restored to the state after edit #{edit_id}"
+        return self._save_all(pk, groups, base_version=base_version, author=author, reason=reason)
+
+    def _save_all(
+        self,
+        pk: int,
+        groups: list[tuple[int | None, dict[str, Any]]],
+        *,
+        base_version: int,
+        author: str,
+        reason: str | None,
+    ) -> int:
+        """Apply every group of changes (per turn, or ``None`` for the session) as one new version.
+
+        Only the final state is checked, so that changes which are valid together (two qa_ids
+        swapped, say) are accepted; a problem the session already had does not block a save.
+        """
+        if not author:
+            raise UsageError("every edit needs an author")
+        with self._engine.write() as conn:
+            stored = self._get(conn, pk)
+            if stored.version != base_version:
+                raise self._conflict(conn, stored, base_version)
+            session = stored.session.model_copy(deep=True)
+            edits: list[tuple[int | None, str, Any, Any]] = []
+            for turn, changes in groups:
+                for name, value in changes.items():
+                    old = _get(session, name, turn)
+                    value = _set(session, name, turn, value)
+                    if old != value:
+                        edits.append((turn, name, old, value))
+            if not edits:
+                return stored.version
+            _trim_turns(session)
+            _check(session, before=stored.session)
+            version = base_version + 1
+            stamp = now()
+            if not self._update_row(conn, pk, session, base_version, stamp, author, len(edits), [e[1] for e in edits]):
+                # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
+                raise self._conflict(conn, self._get(conn, pk), base_version)
+            conn.executemany(
+                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version)
+                    for t, name, old, new in edits
+                ],
+            )
+            return version
+
+    def _conflict(self, conn: Conn, stored: StoredSession, base_version: int) -> ConflictError:
+        rows = conn.execute(
+            "SELECT author, at, field, turn FROM edits WHERE session_pk = ? AND version > ? ORDER BY id",
+            [stored.pk, base_version],
+        ).fetchall()
+        by_author: dict[tuple[str, str], list[str]] = {}
+        for author, at, name, turn in rows:
+            by_author.setdefault((author, at[:19].replace("T", " ")), []).append(
+                name if turn is None else f"turns[{turn}].{name}"
+            )
+        changes = "; ".join(
+            f"{who} at {at} changed {', '.join(dict.fromkeys(f))}" for (who, at), f in by_author.items()
+        )
+        label = stored.session.session_id or f"#{stored.pk}"
+        return ConflictError(
+            f"session {label} was changed since version {base_version} (now {stored.version}): "
+            f"{changes or 'changed'}. Nothing was saved; reload to see their changes.",
+            stored.version,
+        )
+
+    def _update_row(
+        self,
+        conn: Conn,
+        pk: int,
+        session: Session,
+        base_version: int,
+        stamp: str,
+        author: str,
+        n_edits: int,
+        fields: list[str],
+    ) -> bool:
+        """Write the session's new version over ``base_version``; False when the row is at another version."""
+        sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
+        sets += ["search_text = ?", "has_truth = ?"]
+        text = self._engine.search_document(search_text(session))
+        args: list[Any] = [stamp, author, n_edits, text, int(session.has_ground_truth())]
+        if "status" in fields:
+            sets += ["status = ?", "status_by = ?", "status_at = ?"]
+            args += [session.status, author, stamp]
+        if "tags" in fields:
+            sets.append("tags = ?")
+            args.append(json.dumps(session.tags))
+        changed = conn.execute(
+            f"UPDATE sessions SET {', '.join(sets)} WHERE id = ? AND version = ?", [*args, pk, base_version]
+        ).rowcount
+        if changed and "tags" in fields:
+            conn.execute("DELETE FROM session_tags WHERE session_pk = ?", [pk])
+            conn.executemany(
+                "INSERT INTO session_tags (session_pk, tag) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [(pk, t) for t in session.tags],
+            )
+        return bool(changed)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(_jsonable(value), ensure_ascii=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json", exclude_defaults=True)
+    return value
+
+
+def _get(session: Session, name: str, turn: int | None) -> Any:
+    if turn is None:
+        return _jsonable(getattr(session, name))
+    return _jsonable(getattr(session.turn_truth[turn], name)) if turn < len(session.turn_truth) else None
+
+
+def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
+    """Set a field, validated by the model; returns the value as stored (JSON-able)."""
+    try:
+        if turn is None:
+            checked = Session.model_validate({**session.model_dump(), name: value})
+            setattr(session, name, getattr(checked, name))
+            return _jsonable(getattr(session, name))
+        n_user = sum(1 for m in session.messages if m.role == "user")
+        # A turn beyond the conversation (left by a re-import that dropped turns) can still be edited, to clear it.
+        if not 0 <= turn < max(n_user, len(session.turn_truth)):
+            raise UsageError(f"turn {turn} does not exist; the session has {n_user} turns")
+        while len(session.turn_truth) <= turn:
+            session.turn_truth.append(TurnTruth())
+        current = session.turn_truth[turn]
+        session.turn_truth[turn] = TurnTruth.model_validate({**current.model_dump(), name: value})
+        return _jsonable(getattr(session.turn_truth[turn], name))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = name if turn is None else f"turns[{turn}].{name}"
+        raise UsageError(f"{where}: {error['msg']}") from exc
+
+
+def _check(session: Session, *, before: Session) -> None:
+    """Refuse a save that brings a new error; errors the session had before do not block it."""
+    had = {str(p) for p in validate_session(before) if p.level == "error"}
+    errors = [str(p) for p in validate_session(session) if p.level == "error" and str(p) not in had]
+    if errors:
+        raise UsageError("; ".join(errors))
+
+
+def _apply(session: Session, edits: list[Edit]) -> Session:
+    """The imported session with the reviewers' edits laid over it, in order."""
+    for edit in edits:
+        if edit.field in ("conversation", "status", "tags"):
+            continue  # the conversation is the file's; status and tags live in their columns
+        if edit.turn is None:
+            setattr(session, edit.field, getattr(Session.model_validate({edit.field: edit.new}), edit.field))
+        else:
+            while len(session.turn_truth) <= edit.turn:
+                session.turn_truth.append(TurnTruth())
+            truth = session.turn_truth[edit.turn]
+            session.turn_truth[edit.turn] = TurnTruth.model_validate({**truth.model_dump(), edit.field: edit.new})
+    _trim_turns(session)
+    return session
+
+
+def _trim_turns(session: Session) -> None:
+    """Drop empty ground-truth entries at the end (left when a reviewer clears a turn's last field)."""
+    empty = TurnTruth()
+    while session.turn_truth and session.turn_truth[-1] == empty:
+        session.turn_truth.pop()
