@@ -45,6 +45,7 @@ bench: setup
 	$(BIN)/python tests/bench/bench_metrics.py
 	$(BIN)/python tests/bench/bench_app.py
 	$(BIN)/python tests/bench/bench_solver.py
+	$(BIN)/python tests/bench/bench_bounded_reads.py
 
 # The fuzz suite with a large budget (make test runs a small one): hostile versions of every sample
 # file through validate, convert and import. EVALCORE_FUZZ_CASES / EVALCORE_FUZZ_SECONDS / EVALCORE_FUZZ_SEED

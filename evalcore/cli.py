@@ -34,6 +34,7 @@ __all__ = ["main"]
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_DATABASE = 0, 1, 2, 3
 EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143  # 128 + SIGINT, 128 + SIGTERM
 _INT64_MAX = 2**63 - 1  # SQLite's largest integer: a run id beyond it cannot exist
+_MAX_RECORD_MB = 1 << 16  # 64 GiB: past any memory a record could be held in
 
 
 class _FormatNames(Sequence[str]):
@@ -70,6 +71,22 @@ def _workers_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _max_record_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-record-mb",
+        type=_number(float, low=0, above=True, high=_MAX_RECORD_MB),
+        metavar="MB",
+        help="the largest record read, in MiB of text: a larger one is reported and reading stops there (default 64)",
+    )
+
+
+def _max_record(args: argparse.Namespace) -> int:
+    """``--max-record-mb`` in characters, else the default (``evalcore.formats.jsonio.MAX_RECORD``)."""
+    from evalcore.formats.jsonio import MAX_RECORD
+
+    return MAX_RECORD if args.max_record_mb is None else max(1, int(args.max_record_mb * (1 << 20)))
+
+
 def _parser() -> argparse.ArgumentParser:
     names = _FormatNames(writable=False)
     writable = _FormatNames(writable=True)
@@ -89,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
     _workers_option(convert, "processes reading a big JSON Lines file")
+    _max_record_option(convert)
 
     validate = sub.add_parser("validate", help="report every problem in a file; exit 1 if any")
     validate.add_argument("input", metavar="IN")
@@ -96,6 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
     _workers_option(validate, "processes reading a big JSON Lines file")
+    _max_record_option(validate)
 
     db_help = "the store: a SQLite file or a postgresql:// URL (default: $EVALCORE_DB, else ./evalcore.db)"
     imp = sub.add_parser("import", help="import a file into a dataset of the store")
@@ -107,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
     _workers_option(imp, "processes reading a file over 4 MB while this one writes")
+    _max_record_option(imp)
     imp.add_argument("--db", default=None, type=_text, help=db_help)
 
     exp = sub.add_parser("export", help="export a dataset, filtered, with its curated ground truth")
@@ -394,6 +414,7 @@ def _convert(args: argparse.Namespace, err: TextIO) -> int:
         source_format=args.source_format,
         on_problem=lambda p: print(p, file=err),
         workers=args.workers or default_workers(),
+        max_record=_max_record(args),
     )
     print(
         f"{report.sessions} sessions written to {args.output} ({args.to}); "
@@ -411,6 +432,7 @@ def _validate(args: argparse.Namespace, err: TextIO) -> int:
         source_format=args.source_format,
         on_problem=lambda p: print(p, file=err),
         workers=args.workers or default_workers(),
+        max_record=_max_record(args),
     )
     fmt = f" as {report.format}" if report.format else ""
     print(
@@ -517,6 +539,7 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
                 on_progress=lambda done, total: bar.update(done, total),
                 on_problem=lambda p: bar.note(str(p)),
                 workers=args.workers,
+                max_record=_max_record(args),
             )
         finally:
             bar.close()

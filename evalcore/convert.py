@@ -12,6 +12,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.formats import Format, get_format, writer_for
 from evalcore.formats._blocks import non_text_blocks
 from evalcore.formats.files import ReadResult
+from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
 from evalcore.schema import Problem, Session
@@ -22,7 +23,8 @@ __all__ = ["ConvertReport", "FileProblem", "convert_file", "dropped_blocks", "va
 
 @dataclass(frozen=True)
 class FileProblem:
-    """A problem located in a file: prints as ``FILE:LINE: reason``."""
+    """A problem located in a file: prints as ``FILE:LINE: reason`` (the reason starts ``element N:`` for an element
+    of a file that is one JSON array, and names the field when it is known)."""
 
     path: str
     line: int
@@ -57,8 +59,7 @@ def _note(
 ) -> None:
     has_error = False
     for problem in result.problems:
-        where = f"{problem.field}: " if problem.field else ""
-        item = FileProblem(path, result.line, problem.level, where + problem.message)
+        item = FileProblem(path, result.line, problem.level, result.report(problem))
         if len(report.problems) < MAX_KEPT_PROBLEMS:
             report.problems.append(item)
         if on_problem:
@@ -76,16 +77,17 @@ def validate_file(
     source_format: str | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
     workers: int = 1,
+    max_record: int = MAX_RECORD,
 ) -> ConvertReport:
     """Read every record of ``path`` and report every problem, with a warning for each session an import
     would not keep: one whose identity (``evalcore.identity``) an earlier record of the file has.
 
     With ``workers`` > 1, a big JSON Lines file is read by that many processes (``evalcore.formats.parallel``);
-    the report is the same.
+    the report is the same. A record longer than ``max_record`` characters is a problem, and reading stops there.
     """
     report = ConvertReport()
     seen: dict[str, int] = {}
-    for checked in map_read(path, source_format, _checked, workers=workers):
+    for checked in map_read(path, source_format, _checked, workers=workers, max_record=max_record):
         _note(report, str(path), checked.result, on_problem)
         if checked.format is not None:
             report.format = checked.format
@@ -114,7 +116,7 @@ def _checked(result: ReadResult) -> _Checked:
     fmt = session.provenance.format if session.provenance else None
     ok = result.ok
     identity = (session.session_id, session.assistant_id) if ok and session.session_id is not None else None
-    return _Checked(ReadResult(result.line, result.position, None, result.problems), ok, fmt, identity)
+    return _Checked(_without_session(result, result.problems), ok, fmt, identity)
 
 
 def _note_repeat(
@@ -132,7 +134,7 @@ def _note_repeat(
     if first != result.line:
         name = repeat_name(session_id, assistant_id, key)
         message = f"session {name} appears again (first on line {first}): an import keeps the first, not this one"
-        repeat = ReadResult(result.line, result.position, None, [Problem("warning", None, message)])
+        repeat = _without_session(result, [Problem("warning", None, message)])
         _note(report, path, repeat, on_problem)
 
 
@@ -144,16 +146,19 @@ def convert_file(
     source_format: str | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
     workers: int = 1,
+    max_record: int = MAX_RECORD,
 ) -> ConvertReport:
     """Convert ``source`` into ``target`` in format ``to``; bad records are reported and skipped.
 
     With ``workers`` > 1, a big JSON Lines file is read and written by that many processes
-    (``evalcore.formats.parallel``); the target and the report are the same.
+    (``evalcore.formats.parallel``); the target and the report are the same. A record longer than
+    ``max_record`` characters is a problem, and reading stops there (what was read before is written).
     """
     report = ConvertReport()
     fmt = get_format(to)
+    work = functools.partial(_converted, fmt)
     with writer_for(target, fmt) as writer:
-        for converted in map_read(source, source_format, functools.partial(_converted, fmt), workers=workers):
+        for converted in map_read(source, source_format, work, workers=workers, max_record=max_record):
             for note in converted.notes:
                 _note(report, str(source), note, on_problem)
             if converted.format is not None:
@@ -175,7 +180,7 @@ class _Converted:
 
 
 def _converted(fmt: Format, result: ReadResult) -> _Converted:
-    notes = [ReadResult(result.line, result.position, None, result.problems)] if result.problems else []
+    notes = [_without_session(result, result.problems)] if result.problems else []
     session = result.session
     if session is None or not result.ok:
         return _Converted(None, None, notes)
@@ -184,11 +189,16 @@ def _converted(fmt: Format, result: ReadResult) -> _Converted:
         lines = fmt.write_lines(session)
     except (EvalcoreError, ValueError, TypeError) as exc:
         problem = Problem("error", None, f"cannot write as {fmt.name}: {exc}")
-        return _Converted(None, read_as, [*notes, ReadResult(result.line, result.position, None, [problem])])
+        return _Converted(None, read_as, [*notes, _without_session(result, [problem])])
     lost = dropped_blocks(session, fmt)
     if lost:
-        notes.append(ReadResult(result.line, result.position, None, lost))
+        notes.append(_without_session(result, lost))
     return _Converted(lines, read_as, notes)
+
+
+def _without_session(result: ReadResult, problems: list[Problem]) -> ReadResult:
+    """``result``'s place in the file with ``problems``, and no session (what goes back from a worker process)."""
+    return ReadResult(result.line, result.position, None, problems, result.element)
 
 
 def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:

@@ -22,6 +22,7 @@ from typing import BinaryIO
 from evalcore._infra.workers import default_workers
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import DatabaseFaultError, StoreError
+from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.identity import repeat_name
 from evalcore.reading import BatchEvent, CountsEvent, Event, FailedEvent, ProblemEvent, events, stream_events
 from evalcore.schema import Session, validate_session
@@ -64,19 +65,21 @@ def import_file(
     on_progress: Callable[[int, int], None] | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
     workers: int | None = None,
+    max_record: int = MAX_RECORD,
 ) -> ImportReport:
     """Import ``path`` into ``dataset`` (created if needed); bad records are reported and skipped.
 
     ``on_progress(bytes_read, total_bytes)`` is called after each batch. With ``workers`` > 1 (by default, the
     CPUs, at most 4, for files over a few megabytes on a machine with two cores or more) a second process reads
     the file while this one writes to the database, and that process reads a JSON Lines file on ``workers``
-    forked processes of its own (``evalcore.formats.parallel``).
+    forked processes of its own (``evalcore.formats.parallel``). A record longer than ``max_record`` characters
+    is a problem, and reading stops there (the records before it are stored).
     """
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
     dataset_id = store.datasets.get(dataset, create=True).id
     if workers is None:
         workers = default_workers() if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
-    args = (str(path), fmt, dataset_id, batch_size, workers)
+    args = (str(path), fmt, dataset_id, batch_size, workers, max_record)
     stream = _events_from_worker(*args) if workers > 1 else events(*args)
     return _store_events(store, dataset, dataset_id, stream, str(path), total, on_progress, on_problem)
 
@@ -92,6 +95,7 @@ def import_stream(
     batch_size: int = 2000,
     on_progress: Callable[[int, int], None] | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
+    max_record: int = MAX_RECORD,
 ) -> ImportReport:
     """Import an open binary stream (an upload) as if it were a file called ``name``; see ``import_file``.
 
@@ -99,7 +103,7 @@ def import_stream(
     """
     source = Path(name).name or "upload"
     dataset_id = store.datasets.get(dataset, create=True).id
-    events_ = stream_events(stream, source, fmt, dataset_id, batch_size)
+    events_ = stream_events(stream, source, fmt, dataset_id, batch_size, max_record)
     return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
 
 
@@ -178,12 +182,14 @@ def _store_events(
     return report
 
 
-def _events_from_worker(path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int) -> Iterator[Event]:
+def _events_from_worker(
+    path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int, max_record: int
+) -> Iterator[Event]:
     """``events``, computed by a second process (``python -m evalcore.reading``) while this
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
     reader's next write fails and it stops. The reader's standard error goes to a temporary
     file, never to the screen: should it die, its last words end the error raised here."""
-    job = [path, fmt, dataset_id, batch_size, workers, os.getpid()]  # (the reader dies with this process)
+    job = [path, fmt, dataset_id, batch_size, workers, max_record, os.getpid()]  # (the reader dies with this one)
     command = [sys.executable, "-m", "evalcore.reading", json.dumps(job)]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)

@@ -28,6 +28,7 @@ from typing import Any, BinaryIO
 from evalcore._infra.workers import die_with_parent
 from evalcore.formats import read
 from evalcore.formats.files import ReadResult
+from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.formats.parallel import map_read
 from evalcore.identity import repeat_name
 from evalcore.store.rows import Row, row_for
@@ -103,24 +104,31 @@ class _Counting(io.RawIOBase):
         return len(data)
 
 
-def events(path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int = 1) -> Iterator[Event]:
+def events(
+    path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int = 1, max_record: int = MAX_RECORD
+) -> Iterator[Event]:
     """Read ``path`` into events (see ``Event``): problems, batches of rows, and the counts. With ``workers`` > 1,
     a big JSON Lines file's records are read and made rows by that many forked processes
-    (``evalcore.formats.parallel``); the events are the same."""
+    (``evalcore.formats.parallel``); the events are the same. No record longer than ``max_record`` characters is
+    read: it is a problem, and reading stops there."""
     source = Path(path).name
+    work = functools.partial(prepare, dataset_id, source)
     try:
-        mapped = map_read(path, fmt, functools.partial(prepare, dataset_id, source), workers=workers, source=source)
+        mapped = map_read(path, fmt, work, workers=workers, source=source, max_record=max_record)
     except OSError as exc:
         yield FailedEvent(f"{type(exc).__name__}: {exc}", 0)
         return
     yield from _events(mapped, lambda: mapped.bytes_read, batch_size)
 
 
-def stream_events(raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, batch_size: int) -> Iterator[Event]:
+def stream_events(
+    raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, batch_size: int, max_record: int = MAX_RECORD
+) -> Iterator[Event]:
     """``events`` of a binary stream (an upload, say) whose file name is ``source``."""
     counter = _Counting(raw)
     stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
-    prepared = (prepare(dataset_id, source, result) for result in read(stream, fmt, source=source))
+    results = read(stream, fmt, source=source, max_record=max_record)
+    prepared = (prepare(dataset_id, source, result) for result in results)
     yield from _events(prepared, lambda: counter.count, batch_size)
 
 
@@ -142,9 +150,7 @@ def prepare(dataset_id: int, source: str, result: ReadResult) -> Prepared:
 
     A record that cannot be made a row is a problem on its line, like any other: it never costs the others.
     """
-    problems = [
-        ProblemEvent(result.line, p.level, f"{p.field}: {p.message}" if p.field else p.message) for p in result.problems
-    ]
+    problems = [ProblemEvent(result.line, p.level, result.report(p)) for p in result.problems]
     warnings = sum(p.level != "error" for p in result.problems)
     session = result.session
     if len(problems) > warnings or session is None:
@@ -201,11 +207,11 @@ def _events(prepared: Iterator[Prepared], bytes_read: Callable[[], int], batch_s
 def run_reader(argv: list[str]) -> int:
     """The reader process: ``events`` of the file named in ``argv``, pickled to standard output. It dies with the
     importer that started it (whose pid ``argv`` ends with), as do the workers it forks."""
-    path, fmt, dataset_id, batch_size, workers, parent = json.loads(argv[0])
+    path, fmt, dataset_id, batch_size, workers, max_record, parent = json.loads(argv[0])
     die_with_parent(parent)
     out = sys.stdout.buffer
     try:
-        for event in events(path, fmt, dataset_id, batch_size, workers):
+        for event in events(path, fmt, dataset_id, batch_size, workers, max_record):
             pickle.dump(event, out, protocol=pickle.HIGHEST_PROTOCOL)
             out.flush()
     except BrokenPipeError:  # the importer is gone (stopped or killed): nothing left to do

@@ -5,8 +5,10 @@ refused before any file is made. The fuzz suite (tests/fuzz/) tries the same at 
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
+import math
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
@@ -333,3 +335,84 @@ def test_a_first_line_array_of_json_lines_costs_no_later_line(tmp_path: Path) ->
     assert (validate_file(source).sessions, validate_file(source).errors) == (3, 0)
     with open_store(tmp_path / "s.db") as store:
         assert import_file(store, source, "d").new == 3
+
+
+def _problems(report: Any) -> list[str]:
+    return [str(p) for p in report.problems]
+
+
+def test_problems_in_a_one_line_array_name_their_element_everywhere(tmp_path: Path) -> None:
+    """What ``json.dump(list)`` writes is one line: each problem names its element, the same in validate, convert
+    and import (in one process and through the reader process), and on the app's list of problems."""
+    bad_role = {"messages": [{"role": "bogus", "content": "x"}]}
+    source = tmp_path / "rows.json"
+    text = json.dumps([GOOD, bad_role, GOOD, GOOD]).replace('"hello"}]}]', '"hello"}], "s": "\\ud800"}]', 1)
+    source.write_text(text, encoding="utf-8")
+    expected = [
+        f"{source}:1: element 2: messages[0].role: unknown role 'bogus'; expected one of system, developer, user, "
+        "assistant, tool, function",
+        f"{source}:1: element 4: s: a lone surrogate \\ud800: half of a UTF-16 pair, not a character",
+    ]
+    assert _problems(validate_file(source)) == expected
+    assert _problems(convert_file(source, tmp_path / "out.jsonl", to="openai")) == expected
+    for workers in (1, 2):
+        with open_store(tmp_path / f"s{workers}.db") as store:
+            report = import_file(store, source, "d", workers=workers)
+        assert (report.new, report.failed) == (2, 2)
+        assert _problems(report) == expected
+
+
+def test_a_gaussia_weight_that_is_not_a_number_is_said_to_be_none(tmp_path: Path) -> None:
+    datasets = json.loads((Path(__file__).parent.parent / "sample_data" / "gaussia.json").read_text())
+    datasets[0]["conversation"][0]["weight"] = float("nan")
+    datasets[1]["conversation"][0]["weight"] = float("inf")
+    source = tmp_path / "gaussia.json"
+    source.write_text(json.dumps(datasets), encoding="utf-8")
+    problems = [p.message for p in validate_file(source).problems if p.level == "error"]
+    assert problems == [
+        "element 1: conversation[0].weight: must be a finite number >= 0, got nan (not a number)",
+        "element 2: conversation[0].weight: must be a finite number >= 0, got inf (infinite)",
+    ]
+    # Our own format: the canonical model says it too (NaN is no number below 0).
+    row = {"schema_version": 1, "messages": [{"role": "user", "content": "q"}], "turn_truth": [{"weight": math.nan}]}
+    source = tmp_path / "evalcore.jsonl"
+    source.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (problem,) = validate_file(source).problems
+    assert problem.message == "turn_truth[0].weight: Input should be a finite number"
+
+
+def test_a_number_that_overflows_is_a_warning_in_validate_convert_and_import(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"messages": [{"role": "user", "content": "q"}], "score": 1e999}\n' + json.dumps(GOOD) + "\n")
+    warning = (
+        f"{source}:1: warning: score: the number 1e999 is too large for a float (beyond 1.8e308): read as infinity, "
+        "which JSON cannot write (the evalcore and ragas formats write it as Infinity, the others as null)"
+    )
+    assert _problems(validate_file(source)) == [warning]
+    for fmt in ("evalcore", "openai"):
+        report = convert_file(source, tmp_path / f"out-{fmt}.jsonl", to=fmt)
+        assert (report.sessions, report.errors, _problems(report)) == (2, 0, [warning])
+    with open_store(tmp_path / "s.db") as store:
+        report = import_file(store, source, "d")
+    assert (report.new, report.failed, report.warnings, _problems(report)) == (2, 0, 1, [warning])
+    # NaN as ragas writes it is no overflow: nothing is said.
+    ragas = tmp_path / "ragas.jsonl"
+    ragas.write_text('{"user_input": [{"content": "q", "type": "human"}], "score": NaN}\n', encoding="utf-8")
+    assert validate_file(ragas).problems == []
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        ((json.dumps(GOOD) + "\n").encode("utf-16"), "the file looks UTF-16"),
+        (gzip.compress((json.dumps(GOOD) + "\n").encode() * 3000), "the file looks gzip-compressed"),
+    ],
+)
+def test_utf16_and_gzip_files_get_one_problem_that_says_what_to_do(tmp_path: Path, data: bytes, what: str) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_bytes(data)
+    (problem,) = validate_file(source, workers=2).problems
+    assert problem.line == 1 and problem.message.startswith(what) and "first" in problem.message
+    with open_store(tmp_path / "s.db") as store:
+        report = import_stream(store, io.BytesIO(data), "upload.jsonl", "d")
+    assert (report.new, report.failed, [p.message for p in report.problems]) == (0, 1, [problem.message])

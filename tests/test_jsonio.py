@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
 
 import pytest
 from hypothesis import given
@@ -215,3 +218,58 @@ def test_a_broken_pretty_printed_document_costs_only_itself() -> None:
     records = list(iter_records(io.StringIO("\n".join(docs) + "\n")))
     assert [r.value["n"] for r in records if r.error is None] == [0, 2, 3]
     assert [r.line for r in records if r.error is not None] == [8]
+
+
+def test_the_elements_of_a_file_that_is_one_array_are_numbered() -> None:
+    records = list(iter_records(io.StringIO('[{"a": 1}, {"b": "\\ud800"}, 3]')))
+    assert [(r.line, r.element, r.error is None) for r in records] == [(1, 1, True), (1, 2, False), (1, 3, True)]
+    pretty = list(iter_records(io.StringIO('[\n  {"a": 1},\n  ,\n  {"c": 3}\n]')))
+    assert [(r.line, r.element) for r in pretty] == [(2, 1), (3, 2), (4, 3)]
+    assert [r.element for r in iter_records(io.StringIO('{"a": 1}\n{"b": 2}\n'))] == [None, None]
+
+
+def test_a_number_too_large_for_a_float_is_read_as_infinity_with_a_remark_naming_the_field() -> None:
+    remark = (
+        "the number 1e999 is too large for a float (beyond 1.8e308): read as infinity, which JSON cannot write "
+        "(the evalcore and ragas formats write it as Infinity, the others as null)"
+    )
+    for text in ('{"a": {"b": [1, 1e999]}}\n', '[{"a": {"b": [1, 1e999]}}]', '{\n "a": {"b": [1, 1e999]}\n}\n'):
+        (record,) = iter_records(io.StringIO(text))
+        assert record.value == {"a": {"b": [1, float("inf")]}} and record.error is None, text
+        assert (record.remark, record.field) == (remark, "a.b[1]"), text
+    (record,) = iter_records(io.StringIO("-" + "9" * 400 + ".5\n"))
+    assert record.value == float("-inf") and record.field is None and record.remark is not None
+    assert "the number -99999999999...999999.5 is too large" in record.remark
+    # NaN and Infinity written as such are what ragas writes: read as they are, with no remark.
+    (record,) = iter_records(io.StringIO('{"n": NaN, "i": Infinity, "x": 1e308}\n'))
+    assert record.remark is None and record.value["i"] == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("data", "what"),
+    [
+        ('{"a": 1}\n'.encode("utf-16"), "the file looks UTF-16 (it starts with a UTF-16 byte-order mark)"),
+        ('{"a": 1}\n'.encode("utf-16-be"), "the file looks UTF-16 (NUL bytes between its characters)"),
+        ('[{"a": 1}]'.encode("utf-16-le"), "the file looks UTF-16 (NUL bytes between its characters)"),
+        ('{"a": 1}\n'.encode("utf-32"), "the file looks UTF-32 (it starts with a UTF-32 byte-order mark)"),
+        ('{"a": 1}\n'.encode("utf-32-be"), "the file looks UTF-32 (NUL bytes between its characters)"),
+        (gzip.compress(b'{"a": 1}\n'), "the file looks gzip-compressed (it starts with the bytes that mark one)"),
+        (bz2.compress(b'{"a": 1}\n'), "the file looks bzip2-compressed"),
+        (lzma.compress(b'{"a": 1}\n'), "the file looks xz-compressed"),
+        (b"PK\x03\x04" + b"\0" * 40, "the file looks a zip archive"),
+    ],
+)
+def test_utf16_utf32_and_compressed_files_are_named_from_their_first_bytes(data: bytes, what: str) -> None:
+    stream = io.TextIOWrapper(io.BytesIO(data * 50), encoding="utf-8", errors="surrogateescape", newline="")
+    (record,) = iter_records(stream)  # one problem, on line 1: the file is not read
+    assert record.line == 1 and record.error is not None and record.error.startswith(what)
+    assert record.error.endswith(("convert it to UTF-8 first", "gunzip it first", "bunzip2 it first", "unxz it first",
+                                  "unzip it first"))  # fmt: skip
+
+
+def test_nul_bytes_and_utf8_text_are_not_taken_for_other_encodings() -> None:
+    assert [(r.line, r.error) for r in iter_records(io.StringIO('\0\0\0\n{"a": 1}\n'))] == [
+        (1, "not valid JSON (NUL bytes, as in a file a crash left zero-filled)"),
+        (2, None),
+    ]
+    assert [r.value for r in iter_records(io.StringIO('{"PK": "BZh1"}\n'))] == [{"PK": "BZh1"}]

@@ -9,6 +9,7 @@ answer; its reference side (``ground_truth_assistant``, ``observation``, ``weigh
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -182,6 +183,9 @@ def _batch_in(value: Any, field: str) -> dict[str, Any]:
     weight = b.get("weight")
     if weight is not None and (not isinstance(weight, int | float) or isinstance(weight, bool) or weight < 0):
         raise RecordError(f"must be a number >= 0, got {weight!r}", f"{field}.weight")
+    if isinstance(weight, float) and not math.isfinite(weight):  # (NaN is not below 0: it is no number at all)
+        what = "not a number" if math.isnan(weight) else "infinite"
+        raise RecordError(f"must be a finite number >= 0, got {weight!r} ({what})", f"{field}.weight")
     agentic = b.get("agentic")
     tools = []
     if isinstance(agentic, dict) and agentic.get("tools_used"):

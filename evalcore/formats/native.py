@@ -34,7 +34,10 @@ class EvalcoreFormat(Format):
     priority = 0
 
     def sniff(self, value: Any) -> bool:
-        return isinstance(value, dict) and "schema_version" in value
+        # The version evalcore writes is a whole number: a row of another format may carry a "schema_version" of its
+        # own ("1.0"), and is not taken for ours (and refused as newer).
+        version = value.get("schema_version") if isinstance(value, dict) else None
+        return isinstance(version, int) and not isinstance(version, bool)
 
     def parse(self, value: Any) -> Session:
         data = dict(expect_dict(value, "record"))

@@ -30,13 +30,21 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+#: The largest price file read: a price table is a few hundred bytes; past this, it is not one (``/dev/zero``).
+MAX_PRICES_BYTES = 1 << 20
+
+
 def load_prices(path: str | os.PathLike[str] | None = None) -> dict[str, tuple[float, float]]:
-    """The default price table, extended (and overridden) by a JSON file."""
+    """The default price table, extended (and overridden) by a JSON file of at most ``MAX_PRICES_BYTES``."""
     prices = dict(DEFAULT_PRICES)
     source = path or config.prices_file()
     if source:
         try:
-            extra = json_option(Path(source).read_text(encoding="utf-8"), "the file")
+            with Path(source).open("rb") as file:
+                data = file.read(MAX_PRICES_BYTES + 1)
+            if len(data) > MAX_PRICES_BYTES:
+                raise ValueError(f"the file is larger than {MAX_PRICES_BYTES >> 20} MiB: not a price table")
+            extra = json_option(data.decode("utf-8"), "the file")
             for model, pair in extra.items():
                 prices[model] = (float(pair[0]), float(pair[1]))
         except (OSError, ValueError, TypeError, IndexError, KeyError, AttributeError, UsageError) as exc:

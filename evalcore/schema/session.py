@@ -48,7 +48,7 @@ class TurnTruth(BaseModel):
     qa_id: str | None = None
     ground_truth: str | None = None
     observation: str | None = None
-    weight: float | None = Field(default=None, ge=0)
+    weight: float | None = Field(default=None, ge=0, allow_inf_nan=False)  # NaN is "not a finite number", not "< 0"
     expected_tool_usage: dict[str, Any] | None = None
     logprobs: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

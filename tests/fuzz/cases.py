@@ -1,6 +1,7 @@
 """The fuzz cases: every sample file, one field at a time replaced by a hostile value, and the
-whole file damaged, framed anew, duplicated or truncated. Deterministic: the same seed gives the
-same cases in the same order, each with a name that says what it is.
+whole file damaged, framed anew (a one-line array with an element nested past the parser among them),
+duplicated or truncated, or replaced by what holds no JSON text at all (NUL bytes, UTF-16, gzip).
+Deterministic: the same seed gives the same cases in the same order, each with a name that says what it is.
 
 A case knows its records ("units", the values a reader sees) when its damage keeps them whole,
 so the oracle (``harness.py``) can read each one on its own; when bytes are damaged anywhere in
@@ -10,6 +11,7 @@ say) only the units wholly before the damage are known good.
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import random
@@ -217,7 +219,7 @@ def byte_cases(samples: list[Sample], seed: int) -> Iterator[Case]:
         "nul-byte", "nul-line", "truncated", "truncated-at-a-newline", "duplicate-record", "every-record-twice",
         "empty-array-first-line", "message-list-first-line", "blank-lines", "whitespace-prefix-70k",
         "trailing-garbage", "one-line-array", "pretty-array", "documents", "lines", "cr-line-ends",
-        "char-deleted", "char-deleted-in-documents",
+        "char-deleted", "char-deleted-in-documents", "nul-file", "deep-one-line-array", "utf-16", "gzip",
     ]  # fmt: skip
     for round_ in itertools.count():
         for s, sample in enumerate(samples):
@@ -227,10 +229,24 @@ def byte_cases(samples: list[Sample], seed: int) -> Iterator[Case]:
                 yield case
 
 
+#: What the oracle reads for a file that holds no JSON at all (NUL bytes, UTF-16, gzip): one unit that is bad.
+_NO_JSON = "<not JSON>"
+
+
 def _byte_case(sample: Sample, kind: str, rng: random.Random) -> Case | None:
     units = list(sample.texts)
     data = frame(sample, units)
     name = f"bytes:{sample.name}:{kind}"
+    if kind == "nul-file":  # what a crash leaves: zeros, no line end (one problem, decided from the first bytes)
+        return Case(name, sample, b"\0" * rng.randrange(1, 3 << 20), [_NO_JSON], kind="bytes")
+    if kind == "utf-16":  # one problem on line 1, naming the encoding
+        return Case(name, sample, data.decode("utf-8").encode("utf-16"), [_NO_JSON], kind="bytes")
+    if kind == "gzip":
+        return Case(name, sample, gzip.compress(data), [_NO_JSON], kind="bytes")
+    if kind == "deep-one-line-array":  # what json.dump(list) writes, with an element nested past the parser
+        deep = "[" * 5000 + "]" * 5000
+        units.insert(rng.randrange(len(units) + 1), deep)
+        return Case(f"{name}#{units.index(deep)}", sample, frame(sample, units, "one-line-array"), units, kind="bytes")
     if kind == "bom":
         return Case(name, sample, b"\xef\xbb\xbf" + data, units, kind="bytes")
     if kind == "crlf":
