@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import execute, own_connection, query
+from dbutil import as_user, execute, own_connection, query
 
 from evalcore.background import start_import, start_scoring, wait_for
 from evalcore.errors import NotFoundError
@@ -52,7 +52,7 @@ def test_a_background_import_reports_progress_to_every_tab(store: Store, tmp_pat
     data = _jsonl([_ragas(i) for i in range(n)], bad_at=3001)
     other = open_store(store.url)  # another browser tab (or process) on the same file
     try:
-        job_id = start_import(store, data, "uploads/x.jsonl", "ds")
+        job_id = start_import(as_user(store, "ann", role="admin"), data, "uploads/x.jsonl", "ds")
         seen = []
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -128,7 +128,7 @@ def test_a_job_whose_work_fails_ends_as_failed(store: Store) -> None:
 
 def test_a_background_scoring_run(store: Store) -> None:
     wait_for(store, start_import(store, _jsonl([_ragas(i) for i in range(30)]), "x.jsonl", "ds"))
-    job_id = start_scoring(store, "ds", ["tool_call_count"])
+    job_id = start_scoring(as_user(store, "ann", role="admin"), "ds", ["tool_call_count"])
     job = wait_for(store, job_id)
     assert job.status == "done", job.error
     assert (job.kind, job.label, job.unit, job.author) == ("score", "score tool_call_count", "items", "ann")

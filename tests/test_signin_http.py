@@ -4,12 +4,15 @@ set, and what a callback or a login for a provider the app does not know gets.""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from app_server import streamlit_server
+from app_server import free_port, streamlit_server, wait_healthy
 from idp import COOKIE, Provider, login_url, provider, read_cookie, sign_in_over_http, write_secrets
 
 
@@ -76,11 +79,24 @@ def test_a_code_from_a_second_issuer_signs_no_one_in(app: str, idp: Provider, ot
         assert COOKIE not in client.cookies
 
 
-def test_the_whole_flow_for_the_browser_tests_helper(app: str, idp: Provider) -> None:
-    idp.person("bob-sub", email="bob@corp.com")
-    client = sign_in_over_http(app, "bob-sub")
-    assert read_cookie(client.cookies[COOKIE])["email"] == "bob@corp.com"
-    client.close()
+def test_evalcore_app_started_in_a_folder_with_secrets_signs_people_in(idp: Provider, tmp_path: Path) -> None:
+    write_secrets(tmp_path, {"default": idp})
+    port = free_port()
+    evalcore = str(Path(sys.executable).parent / "evalcore")
+    command = [evalcore, "app", "--db", str(tmp_path / "s.db"), "--port", str(port), "--address", "127.0.0.1"]
+    env = dict(os.environ, EVALCORE_SAMPLE_DATA=str(tmp_path / "none"))
+    log = (tmp_path / "app.log").open("wb")
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", process, tmp_path / "app.log")
+        idp.person("bob-sub", email="bob@corp.com")
+        client = sign_in_over_http(f"http://localhost:{port}", "bob-sub")
+        assert read_cookie(client.cookies[COOKIE])["email"] == "bob@corp.com"
+        client.close()
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
 
 
 def test_the_secrets_name_the_app_and_the_provider(tmp_path: Path, idp: Provider) -> None:

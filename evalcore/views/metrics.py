@@ -715,6 +715,7 @@ class PastRun:
     judge_calls: int | None = column("calls", default=None)
     cost: float | None = column("cost ($)", default=None)
     duration: str = ""
+    by: str = ""
 
     @property
     def label(self) -> str:
@@ -725,7 +726,7 @@ class PastRun:
 
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
-    applicable, judge calls and cost (summed over the session scores), duration and status."""
+    applicable, judge calls and cost (summed over the session scores), duration, status and who started it."""
     store.datasets.id_of(dataset)  # NotFoundError for no such dataset
     runs = store.runs.recent(dataset, limit=limit)
     spent = store.runs.judge_spend([run.id for run in runs])
@@ -736,7 +737,7 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
             PastRun(
                 run.id, run.started_at[:19].replace("T", " "), run.status, ", ".join(run.metrics),
                 run.judge_model or "", run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls, cost,
-                _duration(run.started_at, run.finished_at or run.updated_at),
+                _duration(run.started_at, run.finished_at or run.updated_at), run.created_by or "",
             )
         )  # fmt: skip
     return result
