@@ -20,7 +20,7 @@ from evalcore.store import Store, default_db_path, open_store
 from evalcore.store.queries import SessionFilter
 from evalcore.store.store import is_postgres, sqlite_path
 from evalcore.views.table import labels, records
-from evalcore.views.text import literal_markdown
+from evalcore.views.text import literal_message
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("evalcore.app")
@@ -123,20 +123,22 @@ def need_reviewer() -> str | None:
 
 @contextmanager
 def saving(what: str) -> Iterator[None]:
-    """Run a save; a refusal is shown as a message (a conflict with who changed what), never a traceback."""
+    """Run a save; a refusal is shown as a message (a conflict with who changed what), never a traceback.
+
+    A message quotes what was typed (a name, a tag) and names other reviewers and sessions: shown as text."""
     try:
         yield
     except ConflictError as exc:
-        st.error(str(exc), icon=":material/sync_problem:")
+        st.error(literal_message(str(exc)), icon=":material/sync_problem:")
     except EvalcoreError as exc:
-        st.error(f"{what} was not saved: {exc}", icon=":material/error:")
+        st.error(literal_message(f"{what} was not saved: {exc}"), icon=":material/error:")
 
 
 def report_error(exc: Exception) -> None:
     """An unexpected error: a short message on the page, the details in the server's log."""
     log.error("page failed", exc_info=exc)
     if isinstance(exc, EvalcoreError):
-        st.error(str(exc), icon=":material/error:")
+        st.error(literal_message(str(exc)), icon=":material/error:")  # it may quote a link's parameters: text
     else:
         st.error(
             f"Something went wrong ({type(exc).__name__}). Nothing was lost: every accepted edit is saved. "
@@ -186,7 +188,8 @@ def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: 
 
 
 def job_status(status: str, fraction: float, message: str) -> None:
-    """A background job's state: its bar while it runs, else how it ended."""
+    """A background job's state: its bar while it runs, else how it ended. (Only a failure's message quotes
+    something from outside, the error: shown as text; the others are the views' own sentences and figures.)"""
     if status == "running":
         st.progress(fraction, text=message)
     elif status == "done":
@@ -194,7 +197,7 @@ def job_status(status: str, fraction: float, message: str) -> None:
     elif status in ("cancelled", "stalled"):
         st.warning(message, icon=":material/pause_circle:")
     else:
-        st.error(literal_markdown(message), icon=":material/error:")
+        st.error(literal_message(message), icon=":material/error:")
 
 
 #: How every table shows a value that is missing (a score no run gave, a deterministic run's cost).

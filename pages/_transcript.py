@@ -53,9 +53,10 @@ def _extras(images: tuple[ImageView, ...], blocks: tuple[dict[str, Any], ...]) -
     for image in images:
         if image.data is not None:
             try:  # its own size, at most the column
-                st.image(image.data, width="content", caption=image.media_type)
+                # A caption is Markdown, and the media type is what the file's data: URL says: shown as text.
+                st.image(image.data, width="content", caption=literal_name(image.media_type or "") or None)
             except Exception:  # bytes no image library reads (an SVG, a cut file): named, not drawn
-                st.caption(f":material/broken_image: {image.media_type or 'image'} that cannot be drawn")
+                st.caption(f":material/broken_image: {literal_name(image.media_type or 'image')} that cannot be drawn")
         else:
             st.caption(f":material/image: image at {code_span(visible(image.url[:300]))} (not loaded)")
     for block in blocks:
