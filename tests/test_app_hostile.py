@@ -191,12 +191,15 @@ def test_metrics(hostile_db: Store) -> None:
     _clean(at)
     (past,) = [d.value for d in at.dataframe if "metrics" in d.value.columns]
     assert list(past["metrics"]) == [visible(METRIC)]
-    # A parameter typed wrong: the error quotes it, as text.
-    at.multiselect(key="pick_llm_judge").set_value(["aspect_critique"])
+    # A parameter typed wrong: the error quotes the line, as text.
+    at.multiselect(key="pick_llm_judge").set_value(["rubric_score"])
     run(at)
-    by_prefix(at.text_input, "param:aspect_critique:aspect").input(hostile("typed"))
+    typed = "![x](http//127.0.0.1/x.png) <img src=x> [link](y) $x$"  # (no colon: not a 'name: text' line)
+    at.text_area(key="param:rubric_score:rubrics").input(typed)
     run(at)
     _clean(at)
+    (error,) = plain_texts(at, "error")
+    assert f"not {typed!r}" in error
 
 
 def test_dashboard(hostile_db: Store) -> None:
