@@ -154,9 +154,11 @@ with st.form("sim_run", border=True):
     concurrency = cols[2].number_input("Concurrency", min_value=1, max_value=64, value=4, key="sim_concurrency")
     values: dict[str, str] = {}
     for key in view.config_keys if view is not None else []:
-        # A task file's config keys are what its author typed (an upload, on a shared server): shown as text.
+        # A key is letters, digits, "_", "." and "-" (``<< config.KEY >>``, evalcore.solver.task.PLACEHOLDER): no
+        # Markdown that could load or link anything, so the label takes it as it is (a label's escapes would reach
+        # its aria-label as backslashes); the help, Markdown too, shows it escaped.
         values[key] = st.text_input(
-            f"config.{literal_name(key)}", key=f"sim_config_{key}", help=f"fills << config.{literal_name(key)} >>"
+            f"config.{key}", key=f"sim_config_{key}", help=f"fills << config.{literal_name(key)} >>"
         )
     run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", disabled=not ready)
 if run and view is not None and samples is not None:
