@@ -6,13 +6,19 @@ their role can use, keeps the current dataset in the sidebar (shared by every pa
 (``?dataset=NAME&session=ID&turn=N``).
 """
 
+from pathlib import Path
+
 import streamlit as st
 
+from evalcore.views.text import code_span, visible
 from evalcore.views.users import pages_for
 from pages import _shared
 
 _shared.frame_first()
-st.set_page_config(page_title="evalcore", page_icon=":material/rate_review:", layout="wide")
+# The icon is a file of the app's, sent inline (an SVG becomes a data: URL): a ``:material/...:`` page icon makes
+# the browser fetch it from fonts.gstatic.com on every load (offline it fails, and it tells Google the app is used).
+# The pages' ``:material/...:`` icons are drawn with the font Streamlit bundles: nothing is fetched for them.
+st.set_page_config(page_title="evalcore", page_icon=str(Path(__file__).parent / "pages" / "icon.svg"), layout="wide")
 # Denser than Streamlit's default: less empty space above each page's title.
 _CSS = (
     "[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}"
@@ -77,6 +83,7 @@ with st.sidebar:
     st.selectbox(
         "Dataset",
         names,
+        format_func=visible,  # a name's invisible or reordering characters shown as escapes (plain text here)
         key="dataset",
         on_change=_dataset_changed,
         placeholder="No dataset yet",
@@ -84,7 +91,7 @@ with st.sidebar:
         persist_state="session",
     )
     _shared.who_am_i()
-    st.caption(f"Database: `{store.where}`")
+    st.caption(f"Database: {code_span(visible(store.where))}")
 
 if st.session_state.get("dataset"):
     st.query_params["dataset"] = st.session_state["dataset"]

@@ -24,6 +24,7 @@ from typing import NoReturn, TextIO
 
 from evalcore import config
 from evalcore._infra.outputs import discard_live
+from evalcore._infra.printable import visible
 from evalcore._infra.progress import ProgressBar
 from evalcore._infra.workers import default_workers
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
@@ -87,10 +88,25 @@ def _max_record(args: argparse.Namespace) -> int:
     return MAX_RECORD if args.max_record_mb is None else max(1, int(args.max_record_mb * (1 << 20)))
 
 
+def _say(text: str, file: TextIO | None = None) -> None:
+    """Print ``text`` (standard error unless ``file`` says otherwise) as a terminal should show it: every control,
+    invisible or reordering character in it written as its escape (``\\x1b``, ``\\u202e``), so that nothing a
+    file's name or a value quoted from input holds is executed by the terminal; line breaks are kept (a message of
+    several lines). A value that must stay on its line (a path) is put in through ``visible`` first."""
+    print(visible(text, lines=True), file=file if file is not None else sys.stderr)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors quote what was typed: shown as text (``_say``)."""
+
+    def _print_message(self, message: str, file: TextIO | None = None) -> None:  # type: ignore[override]
+        super()._print_message(visible(message, lines=True), file)
+
+
 def _parser() -> argparse.ArgumentParser:
     names = _FormatNames(writable=False)
     writable = _FormatNames(writable=True)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evalcore",
         description="Review, score and export multi-turn LLM agent conversations.",
     )
@@ -369,27 +385,27 @@ def _main(args: argparse.Namespace) -> int:
     try:
         return commands[args.command](args, err)
     except DatabaseFaultError as exc:
-        print(f"evalcore: error: {exc}", file=err)
+        _say(f"evalcore: error: {exc}", err)
         return EXIT_DATABASE
     except EvalcoreError as exc:
-        print(f"evalcore: error: {exc}", file=err)
+        _say(f"evalcore: error: {exc}", err)
         return EXIT_USAGE
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"evalcore: error: {where}{exc.strerror or exc}", file=err)
+        where = f"{visible(str(exc.filename))}: " if exc.filename else ""
+        _say(f"evalcore: error: {where}{exc.strerror or exc}", err)
         return EXIT_USAGE
     except Exception as exc:
         if not _from_database(exc):
             raise
-        print(f"evalcore: error: the database failed: {exc}", file=err)  # an SQL error the store did not name
+        _say(f"evalcore: error: the database failed: {exc}", err)  # an SQL error the store did not name
         return EXIT_DATABASE
     except KeyboardInterrupt:
         discard_live()
-        print(f"evalcore: interrupted; {_left(args.command)}", file=err)
+        _say(f"evalcore: interrupted; {_left(args.command)}", err)
         return EXIT_INTERRUPTED
     except _Terminated:
         discard_live()
-        print(f"evalcore: terminated; {_left(args.command)}", file=err)
+        _say(f"evalcore: terminated; {_left(args.command)}", err)
         return EXIT_TERMINATED
 
 
@@ -412,14 +428,14 @@ def _convert(args: argparse.Namespace, err: TextIO) -> int:
         args.output,
         to=args.to,
         source_format=args.source_format,
-        on_problem=lambda p: print(p, file=err),
+        on_problem=lambda p: print(p, file=err),  # (a FileProblem prints as one line of text: see its __str__)
         workers=args.workers or default_workers(),
         max_record=_max_record(args),
     )
-    print(
-        f"{report.sessions} sessions written to {args.output} ({args.to}); "
+    _say(
+        f"{report.sessions} sessions written to {visible(args.output)} ({args.to}); "
         f"{report.errors} records with errors, {report.warnings} warnings",
-        file=err,
+        err,
     )
     return 1 if report.errors else 0
 
@@ -435,10 +451,10 @@ def _validate(args: argparse.Namespace, err: TextIO) -> int:
         max_record=_max_record(args),
     )
     fmt = f" as {report.format}" if report.format else ""
-    print(
-        f"{args.input}: {report.sessions} sessions read{fmt}; "
+    _say(
+        f"{visible(args.input)}: {report.sessions} sessions read{fmt}; "
         f"{report.errors} records with errors, {report.warnings} warnings",
-        file=err,
+        err,
     )
     return 1 if report.errors else 0
 
@@ -450,7 +466,7 @@ def _db(args: argparse.Namespace, err: TextIO) -> int:
         with Store(args.url, check=False) as store:
             done = store.upgrade()
         what = f"applied {', '.join(done)}" if done else "already up to date"
-        print(f"{store.where}: {what}", file=err)
+        _say(f"{visible(store.where)}: {what}", err)
         return 0
     from evalcore.store.copy import copy_store
 
@@ -463,7 +479,7 @@ def _db(args: argparse.Namespace, err: TextIO) -> int:
             report = copy_store(source, destination, on_progress=lambda table, n: bar.update(n, unit=table))
         finally:
             bar.close()
-    print(report.describe(), file=err)
+    _say(report.describe(), err)
     return 0
 
 
@@ -476,23 +492,23 @@ def _users(args: argparse.Namespace, err: TextIO) -> int:
         command = args.users_command
         if command == "list":
             for line in user_lines(users.all(), users.allowed_domains()):
-                print(line)
+                _say(line, sys.stdout)
             return 0
         if command == "add":
             user = users.add(args.email, args.role, name=args.name, provider=args.provider)
-            print(f"{user.label} may sign in as {user.role}: their first sign-in with this e-mail is theirs", file=err)
+            _say(f"{user.label} may sign in as {user.role}: their first sign-in with this e-mail is theirs", err)
         elif command == "set-role":
             user = users.set_role(args.who, args.role)
-            print(f"{user.label} is now {user.role}", file=err)
+            _say(f"{user.label} is now {user.role}", err)
         elif command in ("disable", "enable"):
             user = users.disable(args.who) if command == "disable" else users.enable(args.who)
             state = "disabled: refused from their next click" if user.disabled else "enabled"
-            print(f"{user.label} is {state}", file=err)
+            _say(f"{user.label} is {state}", err)
         else:
             role = None if args.role == "none" else args.role
             users.allow_domain(args.domain, role)
             allowed = f"may sign in as {role}" if role else "no longer come in unless added"
-            print(f"people with a verified e-mail at {args.domain.lower().lstrip('@')} {allowed}", file=err)
+            _say(f"people with a verified e-mail at {args.domain.lower().lstrip('@')} {allowed}", err)
     return 0
 
 
@@ -506,9 +522,9 @@ def _app(args: argparse.Namespace, err: TextIO) -> int:
             "'Sign-in for a team')"
         )
         if not args.insecure_no_auth:
-            print(f"evalcore: error: {warning}, or pass --insecure-no-auth to go on anyway", file=err)
+            _say(f"evalcore: error: {warning}, or pass --insecure-no-auth to go on anyway", err)
             return EXIT_USAGE
-        print(f"evalcore: warning: {warning}", file=err)
+        _say(f"evalcore: warning: {warning}", err)
     return _run_app(args.db, port=args.port, address=args.address)
 
 
@@ -544,10 +560,10 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
         finally:
             bar.close()
     fmt = f" ({report.format})" if report.format else ""
-    print(
-        f"{args.input}{fmt} -> dataset {args.dataset!r} in {store.where}: {report.new} new, {report.updated} updated, "
-        f"{report.unchanged} unchanged, {report.failed} failed, {report.warnings} warnings",
-        file=err,
+    _say(
+        f"{visible(args.input)}{fmt} -> dataset {args.dataset!r} in {visible(store.where)}: {report.new} new, "
+        f"{report.updated} updated, {report.unchanged} unchanged, {report.failed} failed, {report.warnings} warnings",
+        err,
     )
     return 1 if report.failed else 0
 
@@ -580,9 +596,10 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
         finally:
             bar.close()
     manifest = f"manifest {report.manifest}" if report.manifest else "no manifest (the output is not a file)"
-    print(
-        f"{report.count} sessions of {args.dataset!r} written to {report.path} ({report.format}); {manifest}",
-        file=err,
+    _say(
+        f"{report.count} sessions of {args.dataset!r} written to {visible(str(report.path))} ({report.format}); "
+        f"{visible(manifest)}",
+        err,
     )
     return 0
 
@@ -626,11 +643,11 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
             bar.close()
     run = report.run
     how = f"resumed run {run.id} ({report.skipped} sessions already scored)" if report.resumed else f"run {run.id}"
-    print(f"{how}: {report.sessions} sessions of {args.dataset!r}, {report.judge_requests} judge requests", file=err)
+    _say(f"{how}: {report.sessions} sessions of {args.dataset!r}, {report.judge_requests} judge requests", err)
     for summary in report.summaries:
-        print(summary.describe())
+        _say(summary.describe(), sys.stdout)
     if report.output:
-        print(f"scores written to {report.output}", file=err)
+        _say(f"scores written to {visible(str(report.output))}", err)
     return 1 if any(s.failed for s in report.summaries) else 0
 
 
@@ -644,7 +661,7 @@ def _solve(args: argparse.Namespace, err: TextIO) -> int:
     task = load_task(args.task, dict(args.config))  # every problem of the file at once, or a missing --config
     placed, problems = read_placed_samples(args.samples)
     for problem in problems:
-        print(f"{args.samples}: {problem}", file=err)
+        _say(f"{visible(args.samples)}: {visible(str(problem))}", err)
     concurrency = args.concurrency
     config = ModelConfig.for_models(
         args.model, base_url=args.base_url, api_key=args.api_key, prices=args.prices, concurrency=concurrency,
@@ -660,8 +677,8 @@ def _solve(args: argparse.Namespace, err: TextIO) -> int:
         finally:
             bar.close()
     for line in report.errors:
-        print(f"evalcore: sample {line}", file=err)
-    print(report.describe(), file=err)
+        _say(f"evalcore: sample {visible(str(line))}", err)
+    _say(report.describe(), err)
     return 1 if report.failed or problems or report.errors else 0
 
 

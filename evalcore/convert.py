@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evalcore._infra.printable import visible
 from evalcore.errors import EvalcoreError
 from evalcore.formats import Format, get_format, writer_for
 from evalcore.formats._blocks import non_text_blocks
@@ -24,7 +25,11 @@ __all__ = ["ConvertReport", "FileProblem", "convert_file", "dropped_blocks", "va
 @dataclass(frozen=True)
 class FileProblem:
     """A problem located in a file: prints as ``FILE:LINE: reason`` (the reason starts ``element N:`` for an element
-    of a file that is one JSON array, and names the field when it is known)."""
+    of a file that is one JSON array, and names the field when it is known).
+
+    Printed, it is one line a terminal shows as text: a control character (an escape sequence in a file's name
+    or in a value the reason quotes, which a terminal would execute), a line break, an invisible or reordering
+    character is written as its escape (``\\x1b``, ``\\n``, ``\\u202e``; ``evalcore._infra.printable``)."""
 
     path: str
     line: int
@@ -33,7 +38,7 @@ class FileProblem:
 
     def __str__(self) -> str:
         prefix = "warning: " if self.level == "warning" else ""
-        return f"{self.path}:{self.line}: {prefix}{self.message}"
+        return visible(f"{self.path}:{self.line}: {prefix}{self.message}")
 
 
 #: Problems a report keeps in memory; past this they are still counted and passed to ``on_problem``.

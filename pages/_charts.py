@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from evalcore.agreement import Agreement
 from evalcore.views.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
 from evalcore.views.review.tables import session_label
+from evalcore.views.text import chart_text
 
 BLUE = "#2f62c7"
 GREY = "#9aa3b2"
@@ -69,7 +70,9 @@ def histogram(d: Distribution) -> go.Figure:
         fig.add_annotation(
             text=f"mean {d.summary.mean:.3f}", x=d.summary.mean, y=1.06, yref="paper", showarrow=False, xanchor="left"
         )
-    return _layout(fig, xaxis_title=d.metric, yaxis_title="sessions", margin={"l": 8, "r": 8, "t": 22, "b": 8})
+    return _layout(
+        fig, xaxis_title=chart_text(d.metric), yaxis_title="sessions", margin={"l": 8, "r": 8, "t": 22, "b": 8}
+    )
 
 
 def by_assistant(groups: list[Group], metric: str) -> go.Figure:
@@ -77,7 +80,7 @@ def by_assistant(groups: list[Group], metric: str) -> go.Figure:
     means = [g.summary.mean or 0.0 for g in groups]
     fig = go.Figure(
         go.Bar(
-            y=[g.label for g in groups],
+            y=[chart_text(g.label) for g in groups],
             x=means,
             orientation="h",
             marker_color=BLUE,
@@ -93,7 +96,9 @@ def by_assistant(groups: list[Group], metric: str) -> go.Figure:
             hovertemplate="%{y}: %{x:.3f} (n=%{customdata:,})<extra>click to see them</extra>",
         )
     )
-    return _layout(fig, height=max(140, 60 + 34 * len(groups)), xaxis_title=f"mean {metric}", yaxis_type="category")
+    return _layout(
+        fig, height=max(140, 60 + 34 * len(groups)), xaxis_title=f"mean {chart_text(metric)}", yaxis_type="category"
+    )
 
 
 def paired(c: Comparison) -> go.Figure:
@@ -146,17 +151,18 @@ def differences(c: Comparison) -> go.Figure:
 def heatmap(h: Heatmap) -> go.Figure:
     """Sessions x metrics, coloured on each metric's scale, the raw value in the cell (click: Review)."""
     text = [["—" if v is None else f"{v:.3g}" for v in row] for row in h.values]
-    refs = [session_label(ref) for _, ref in h.sessions]
+    refs = [chart_text(session_label(ref)) for _, ref in h.sessions]
+    metrics = [chart_text(m) for m in h.metrics]
     fig = go.Figure(
         _cells(
-            h.scaled, h.metrics, refs, text, [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
+            h.scaled, metrics, refs, text, [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
             "%{y} · %{x}: %{text}<extra>click to review</extra>",
         )
     )  # fmt: skip
     # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
     fig.add_trace(
         go.Scatter(
-            x=[m for _ in refs for m in h.metrics],
+            x=[m for _ in refs for m in metrics],
             y=[ref for ref in refs for _ in h.metrics],
             mode="markers",
             marker={"symbol": "square", "size": 22, "opacity": 0.01, "color": "white"},
@@ -186,7 +192,13 @@ def progress_by_reviewer(p: ReviewProgress) -> go.Figure:
     """Statuses set by each reviewer, stacked."""
     fig = go.Figure(
         [
-            go.Bar(y=p.reviewers, x=p.by_reviewer[s], name=s, orientation="h", marker_color=STATUS_COLOURS[s])
+            go.Bar(
+                y=[chart_text(r) for r in p.reviewers],
+                x=p.by_reviewer[s],
+                name=s,
+                orientation="h",
+                marker_color=STATUS_COLOURS[s],
+            )  # fmt: skip
             for s in ("approved", "rejected", "flagged", "in_progress", "todo")
         ]
     )

@@ -22,7 +22,7 @@ from evalcore.store.queries import SessionFilter
 from evalcore.store.store import is_postgres, sqlite_path
 from evalcore.store.users import LOCAL
 from evalcore.views.table import labels, records
-from evalcore.views.text import literal_markdown
+from evalcore.views.text import literal_message, literal_name
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("evalcore.app")
@@ -134,7 +134,7 @@ def _sign_in_page() -> None:
 
 def _refused_page(reason: str, email: str | None) -> None:
     st.title("evalcore")
-    st.error(literal_markdown(reason), icon=":material/block:")
+    st.error(literal_message(reason), icon=":material/block:")
     st.caption("An admin adds people on the Users page, or with the command line:")
     st.code(f"evalcore users add {email or 'EMAIL'} --role reviewer", language=None)
     st.button("Sign out", icon=":material/logout:", key="refused_logout", on_click=st.logout)
@@ -173,7 +173,7 @@ def who_am_i() -> None:
     mode) the name their changes carry — asked once, then changed only on purpose."""
     me = user()
     if me.iss != LOCAL:
-        st.markdown(f"Signed in as **{literal_markdown(me.name)}**, {me.role}")
+        st.markdown(f"Signed in as **{literal_name(me.name)}**, {me.role}")
         st.button("Sign out", icon=":material/logout:", key="logout", on_click=st.logout, type="tertiary")
         return
     if not named():
@@ -236,20 +236,22 @@ def need_reviewer() -> str | None:
 
 @contextmanager
 def saving(what: str) -> Iterator[None]:
-    """Run a save; a refusal is shown as a message (a conflict with who changed what), never a traceback."""
+    """Run a save; a refusal is shown as a message (a conflict with who changed what), never a traceback.
+
+    A message quotes what was typed (a name, a tag) and names other reviewers and sessions: shown as text."""
     try:
         yield
     except ConflictError as exc:
-        st.error(str(exc), icon=":material/sync_problem:")
+        st.error(literal_message(str(exc)), icon=":material/sync_problem:")
     except EvalcoreError as exc:
-        st.error(f"{what} was not saved: {exc}", icon=":material/error:")
+        st.error(literal_message(f"{what} was not saved: {exc}"), icon=":material/error:")
 
 
 def report_error(exc: Exception) -> None:
     """An unexpected error: a short message on the page, the details in the server's log."""
     log.error("page failed", exc_info=exc)
     if isinstance(exc, EvalcoreError):
-        st.error(str(exc), icon=":material/error:")
+        st.error(literal_message(str(exc)), icon=":material/error:")  # it may quote a link's parameters: text
     else:
         st.error(
             f"Something went wrong ({type(exc).__name__}). Nothing was lost: every accepted edit is saved. "
@@ -299,7 +301,8 @@ def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: 
 
 
 def job_status(status: str, fraction: float, message: str) -> None:
-    """A background job's state: its bar while it runs, else how it ended."""
+    """A background job's state: its bar while it runs, else how it ended. (Only a failure's message quotes
+    something from outside, the error: shown as text; the others are the views' own sentences and figures.)"""
     if status == "running":
         st.progress(fraction, text=message)
     elif status == "done":
@@ -307,7 +310,7 @@ def job_status(status: str, fraction: float, message: str) -> None:
     elif status in ("cancelled", "stalled"):
         st.warning(message, icon=":material/pause_circle:")
     else:
-        st.error(literal_markdown(message), icon=":material/error:")
+        st.error(literal_message(message), icon=":material/error:")
 
 
 #: How every table shows a value that is missing (a score no run gave, a deterministic run's cost).

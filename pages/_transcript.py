@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from evalcore.views.review.transcript import CallView, ImageView, Item, MessageView, TurnView
-from evalcore.views.text import code_span, literal_markdown
+from evalcore.views.text import code_span, literal_markdown, literal_name, visible
 
 _AVATARS = {
     "user": ":material/person:",
@@ -53,14 +53,15 @@ def _extras(images: tuple[ImageView, ...], blocks: tuple[dict[str, Any], ...]) -
     for image in images:
         if image.data is not None:
             try:  # its own size, at most the column
-                st.image(image.data, width="content", caption=image.media_type)
+                # A caption is Markdown, and the media type is what the file's data: URL says: shown as text.
+                st.image(image.data, width="content", caption=literal_name(image.media_type or "") or None)
             except Exception:  # bytes no image library reads (an SVG, a cut file): named, not drawn
-                st.caption(f":material/broken_image: {image.media_type or 'image'} that cannot be drawn")
+                st.caption(f":material/broken_image: {literal_name(image.media_type or 'image')} that cannot be drawn")
         else:
-            st.caption(f":material/image: image at {code_span(image.url[:300])} (not loaded)")
+            st.caption(f":material/image: image at {code_span(visible(image.url[:300]))} (not loaded)")
     for block in blocks:
         kind = str(block.get("type", "block"))
-        st.caption(f":material/attachment: {kind} block (not loaded)")
+        st.caption(f":material/attachment: {literal_name(kind)} block (not loaded)")
 
 
 def render_message(view: MessageView, key: str) -> None:
@@ -76,8 +77,7 @@ def render_message(view: MessageView, key: str) -> None:
                     st.markdown(literal_markdown(view.text))
             return
         if view.kind == "tool":
-            who = view.message.name or "tool"
-            st.caption(f"result of {code_span(who)} (no call claims it)")
+            st.caption(view.unlinked_note)
             payload(view.text)
             return
         if view.reasoning:
@@ -92,8 +92,10 @@ def render_message(view: MessageView, key: str) -> None:
 def render_call(view: CallView, key: str) -> None:
     """A tool call by name with its arguments, and its result right under it."""
     with st.chat_message("tool", avatar=_AVATARS["tool"]):
-        ident = f" · call {code_span(view.id)}" if view.id else ""
-        st.markdown(f"**{literal_markdown(view.name)}**{ident}")
+        ident = f" · call {code_span(visible(view.id))}" if view.id else ""
+        st.markdown(f"**{literal_name(view.name)}**{ident}")
+        if view.shared_note:
+            st.caption(view.shared_note)
         if view.args_is_long:
             box = _lazy_expander("Arguments", f"{key}-args")
             if box is not None:

@@ -22,7 +22,7 @@ from evalcore.views.dashboard import (
     worse_rows,
 )
 from evalcore.views.review.tables import session_label
-from evalcore.views.text import literal_markdown
+from evalcore.views.text import escape_inline, literal_name, visible
 from pages import _charts, _shared
 
 _shared.frame_first()
@@ -74,19 +74,19 @@ def _compare(path: str, a: tuple[Any, ...], b: tuple[Any, ...], metric: str) -> 
 
 
 c = st.columns([3, 3, 3], vertical_alignment="bottom")
-run = c[0].selectbox("Run", runs, format_func=lambda r: r.label, key="dash_run")
-metric = c[1].selectbox("Metric", run.metrics, key="dash_metric")
+run = c[0].selectbox("Run", runs, format_func=lambda r: visible(r.label), key="dash_run")
+metric = c[1].selectbox("Metric", run.metrics, format_func=visible, key="dash_metric")
 others = [r for r in runs if r.id != run.id and metric in r.metrics]
 against = c[2].selectbox(
     "Compare with an earlier run", [None, *others], key="dash_against",
-    format_func=lambda r: "no comparison" if r is None else r.label,
+    format_func=lambda r: "no comparison" if r is None else visible(r.label),
     help="Both runs on the sessions they both scored, this metric.",
 )  # fmt: skip
 
 # -- the distribution ---------------------------------------------------------------------------------
 d = distribution(store, run.id, metric)
 s = d.summary
-st.markdown(f"#### {literal_markdown(metric)}")
+st.markdown(f"#### {literal_name(metric)}")
 m = st.columns(4)
 m[0].metric("Mean", "—" if s.mean is None else f"{s.mean:.3f}")
 m[1].metric("95% interval", "—" if s.ci_low is None else f"{s.ci_low:.3f} – {s.ci_high:.3f}", help="Bootstrap")
@@ -140,7 +140,8 @@ if against is not None:
         st.caption(f"Sessions scored {pair[3]:g} by run #{pair[0]} and {pair[4]:g} by run #{pair[1]}:")
         with st.container(horizontal=True):
             for p in behind:
-                st.button(session_label(p.ref), key=f"dash_open-{p.pk}", on_click=_shared.open_session, args=(p.ref,),
+                st.button(escape_inline(session_label(p.ref)), key=f"dash_open-{p.pk}", on_click=_shared.open_session,
+                          args=(p.ref,),
                           type="tertiary", icon=":material/rate_review:")  # fmt: skip
     if cmp.worse:
         st.caption("Worse first. Click a row to review the session.")
@@ -172,7 +173,7 @@ if not agreements:
 for n, a in enumerate(agreements):
     with st.container(border=True):
         how = "weighted " + a.weighting if a.weighting != "unweighted" else "Cohen's"
-        st.markdown(f"**{literal_markdown(a.metric)}** against the reviewers' **{literal_markdown(a.verdict)}**")
+        st.markdown(f"**{literal_name(a.metric)}** against the reviewers' **{literal_name(a.verdict)}**")
         k = st.columns([1, 1, 1, 1, 3])
         k[0].metric("Sessions", f"{a.n:,}")
         k[1].metric(f"Kappa ({how})", "—" if a.kappa is None else f"{a.kappa:.2f}", kappa_band(a.kappa),
@@ -213,7 +214,7 @@ page_key = f"dash_heat_page-{run.id}-{metric}"
 start = (int(st.session_state.get(page_key, 1)) - 1) * HEATMAP_ROWS
 h = heatmap(store, run.id, metric, limit=HEATMAP_ROWS, offset=start)
 st.caption(
-    f"The run's {h.total:,} sessions by {literal_markdown(metric)}, the lowest first; colour on each metric's "
+    f"The run's {h.total:,} sessions by {literal_name(metric)}, the lowest first; colour on each metric's "
     "scale, the score in the cell. Click a cell to review the session."
 )
 if h.sessions:

@@ -6,7 +6,7 @@ from evalcore.background import start_import
 from evalcore.formats import formats
 from evalcore.samples import load_samples, sample_files
 from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import
-from evalcore.views.text import literal_markdown, plural
+from evalcore.views.text import literal_message, literal_name, plural, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -14,7 +14,7 @@ _shared.frame_first()
 store = _shared.store()
 st.title("Datasets")
 if problem := _shared.sample_problem():
-    st.warning(f"The sample data could not be loaded: {literal_markdown(problem)}", icon=":material/warning:")
+    st.warning(f"The sample data could not be loaded: {literal_message(problem)}", icon=":material/warning:")
 
 rows = dataset_rows(store)
 if rows:
@@ -41,10 +41,10 @@ def show_outcome(outcome: ImportOutcome) -> None:
     """An import's result: the headline, and every problem by line and field."""
     job = outcome.job
     if job.status == "running":
-        st.progress(job.fraction, text=f"{job.label} — {job.done:,} of {job.total:,} bytes read")
+        st.progress(job.fraction, text=literal_message(f"{job.label} — {job.done:,} of {job.total:,} bytes read"))
         return
     show = st.error if job.status == "failed" else st.warning if outcome.problems else st.success
-    show(literal_markdown(outcome.headline))  # it names a file: shown as text
+    show(literal_message(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
         with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
             _shared.table(outcome.problems)
@@ -66,7 +66,7 @@ with left:
     upload = st.file_uploader(
         "A file in any format evalcore reads (JSON or JSON Lines)", type=["json", "jsonl"], key="upload"
     )
-    names: list[str] = [r.dataset for r in rows]
+    names = store.datasets.names()  # (the table's rows show them with their invisible characters escaped)
     current = _shared.dataset()
     c1, c2 = st.columns(2)
     target: str = (
@@ -74,6 +74,7 @@ with left:
             "Into dataset",
             [*names, "+ new dataset"],
             index=names.index(current) if current is not None and current in names else len(names),
+            format_func=visible,
             key="import_target",
         )
         or ""
@@ -116,7 +117,7 @@ with left:
     elif _shared.dataset():
         outcome = latest_import(store, _shared.dataset() or "")
         if outcome is not None and outcome.job.status != "running":
-            st.caption(f"Last import into {literal_markdown(_shared.dataset() or '')}")
+            st.caption(f"Last import into {literal_name(_shared.dataset() or '')}")
             show_outcome(outcome)
         elif outcome is not None:
             follow_job(outcome.job.id)  # started in another tab
@@ -140,7 +141,7 @@ with right:
 
     current = _shared.dataset()
     if current and _shared.can("manage_datasets"):
-        st.subheader(f"Manage {literal_markdown(current)}")  # a name is data: never markdown that loads an image
+        st.subheader(f"Manage {literal_name(current)}")  # a name is data: never markdown that loads an image
         if "rename_to" not in st.session_state or st.session_state.get("rename_to_for") != current:
             st.session_state.update(rename_to=current, rename_to_for=current)  # this dataset's name, not the last
         with st.form("rename", border=False):
@@ -150,15 +151,15 @@ with right:
                     st.query_params["dataset"] = store.datasets.rename(current, renamed)
                     st.rerun()
         with st.popover("Delete…", icon=":material/delete:"):
-            size = next((r.sessions for r in rows if r.dataset == current), 0)
+            size = store.datasets.get(current).sessions
             st.write(
-                f"This deletes **{literal_markdown(current)}**: its {size:,} sessions with their history, comments, "
+                f"This deletes **{literal_name(current)}**: its {size:,} sessions with their history, comments, "
                 "verdicts and scores."
             )
-            typed = st.text_input(f"Type {literal_markdown(current)} to confirm", key="delete_confirm")
+            typed = st.text_input(f"Type {literal_name(current)} to confirm", key="delete_confirm")
             if st.button("Delete for good", type="primary", disabled=typed != current, key="delete"):
                 with _shared.saving("The deletion"):
                     n = store.datasets.delete(current, confirm=typed)
                     st.query_params.pop("dataset", None)
-                    st.toast(f"Deleted {literal_markdown(current)} ({n} sessions).")
+                    st.toast(f"Deleted {literal_name(current)} ({n} sessions).")
                     st.rerun()

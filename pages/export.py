@@ -14,7 +14,7 @@ from evalcore.views.export import (
     writable_formats,
 )
 from evalcore.views.sessions import page_filter
-from evalcore.views.text import escape_inline, plural
+from evalcore.views.text import escape_inline, literal_message, plural, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -42,12 +42,12 @@ status = c[0].multiselect(
     persist_state="session",
 )  # fmt: skip
 tags = c[1].multiselect(
-    "Tags (all of)", list(found.tags), format_func=lambda t: f"{t} ({found.tags[t]})", key="x_tags",
+    "Tags (all of)", list(found.tags), format_func=lambda t: f"{visible(t)} ({found.tags[t]})", key="x_tags",
     persist_state="session",
 )  # fmt: skip
 assistant = c[2].selectbox(
     "Assistant", ["any", *found.assistants], key="x_assistant", persist_state="session",
-    format_func=lambda a: a if a == "any" else f"{a} ({found.assistants[a]})",
+    format_func=lambda a: a if a == "any" else f"{visible(a)} ({found.assistants[a]})",
 )  # fmt: skip
 truth = c[3].selectbox(
     "Ground truth", ["any", "present", "missing"], key="x_truth", persist_state="session",
@@ -60,12 +60,12 @@ with st.expander("Score filter", icon=":material/filter_alt:", expanded=bool(st.
     s = st.columns([3, 2, 1.2, 1.2], vertical_alignment="bottom")
     run = s[0].selectbox(
         "Run", [None, *finished], key="x_run", persist_state="session",
-        format_func=lambda r: "no score filter" if r is None else r.label,
+        format_func=lambda r: "no score filter" if r is None else visible(r.label),
         help="Only the sessions this run scored on the metric, within the range.",
     )  # fmt: skip
     if run is not None:
         run_id = run.id
-        metric = s[1].selectbox("Metric", run.metrics, key="x_metric", persist_state="session")
+        metric = s[1].selectbox("Metric", run.metrics, format_func=visible, key="x_metric", persist_state="session")
         low = s[2].number_input("Min", value=None, key="x_min", persist_state="session", placeholder="any")
         high = s[3].number_input("Max", value=None, key="x_max", persist_state="session", placeholder="any")
         min_score = None if low is None else float(low)
@@ -92,8 +92,8 @@ try:
     )  # fmt: skip
     download = ExportDownload(store, dataset, to, filters, array=layout == "json")
     preview = export_preview(store, dataset, to, filters)
-except EvalcoreError as exc:
-    st.warning(str(exc), icon=":material/filter_alt_off:")
+except EvalcoreError as exc:  # it quotes what was typed in the search box: shown as text
+    st.warning(literal_message(str(exc)), icon=":material/filter_alt_off:")
     st.stop()
 # One download object per export, kept across reruns: its manifest describes the file downloaded last.
 kept = st.session_state.get("x_download")
@@ -105,7 +105,7 @@ matching = plural(preview.count, "session")
 with st.container(horizontal=True, vertical_alignment="center", key="x_downloads"):
     st.markdown(f"**{matching}** of {found.total:,} match.")
     st.download_button(
-        f"Download {escape_inline(download.file_name)}", download.data, file_name=download.file_name,
+        f"Download {escape_inline(visible(download.file_name))}", download.data, file_name=download.file_name,
         mime="application/octet-stream",
         icon=":material/download:", type="primary", on_click="ignore", disabled=not preview.count, key="x_get_data",
     )  # fmt: skip
@@ -133,13 +133,13 @@ if not runs:
     st.caption("No run has scored this dataset yet.")
     st.stop()
 r = st.columns([4, 2, 3], vertical_alignment="bottom")
-chosen = r[0].selectbox("Run", runs, format_func=lambda r: r.label, key="x_scores_run")
+chosen = r[0].selectbox("Run", runs, format_func=lambda r: visible(r.label), key="x_scores_run")
 kind = r[1].segmented_control(
     "As", list(SCORE_KINDS), default="csv", required=True, key="x_scores_kind", format_func=lambda k: SCORE_KINDS[k][0],
 )  # fmt: skip
 scores = ScoresDownload(store, chosen, kind)
 r[2].download_button(
-    f"Download {escape_inline(scores.file_name)}", scores.data, file_name=scores.file_name, mime=scores.mime,
+    f"Download {escape_inline(visible(scores.file_name))}", scores.data, file_name=scores.file_name, mime=scores.mime,
     icon=":material/download:", on_click="ignore", key="x_get_scores",
 )  # fmt: skip
 st.caption(

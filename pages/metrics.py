@@ -27,7 +27,7 @@ from evalcore.views.metrics import (
     progress_view,
     resumable_runs,
 )
-from evalcore.views.text import literal_markdown, plural
+from evalcore.views.text import literal_message, literal_name, plural
 from pages import _shared
 
 _shared.frame_first()
@@ -43,7 +43,7 @@ with st.spinner("Counting what the sessions have (done once per dataset, then ke
     profile = needs_profile(store, dataset)
 groups = metric_groups()
 st.caption(
-    f"Score **{literal_markdown(dataset)}** ({plural(profile.total, 'session')}). Deterministic metrics "
+    f"Score **{literal_name(dataset)}** ({plural(profile.total, 'session')}). Deterministic metrics "
     "need no model; LLM judges call the endpoint below. A run goes on in the background: leave the page and "
     "come back."
 )
@@ -74,7 +74,7 @@ if running is not None:
 else:
     if last is not None:
         with st.container(border=True):
-            st.caption(f"Last run: {literal_markdown(last.label)}")
+            st.caption(f"Last run: {literal_name(last.label)}")
             show_progress(last.id)
 
 # -- choose and configure -----------------------------------------------------------------------
@@ -150,8 +150,8 @@ with left:
                     values[field.name] = param_widget(name, field)
             try:
                 params = params_from_form(name, values)
-            except EvalcoreError as exc:
-                st.error(str(exc), icon=":material/error:")
+            except EvalcoreError as exc:  # it quotes what was typed: shown as text
+                st.error(literal_message(str(exc)), icon=":material/error:")
                 problems.append(name)
                 continue
             params_of[name] = params
@@ -182,8 +182,8 @@ with right:
     config = None
     try:
         config = judge_config(model, base_url, max_retries=retries, timeout=float(timeout), concurrency=concurrency)
-    except EvalcoreError as exc:
-        st.error(str(exc), icon=":material/error:")
+    except EvalcoreError as exc:  # it may quote the model or the endpoint typed: shown as text
+        st.error(literal_message(str(exc)), icon=":material/error:")
 
     if judged:
         st.subheader("Estimate")
@@ -197,7 +197,7 @@ with right:
                 "cost": st.column_config.NumberColumn(format="%.4f"),
             },
         )
-        st.caption(literal_markdown(estimate_total(estimates)) + " " + ESTIMATE_NOTE)
+        st.caption(literal_message(estimate_total(estimates)) + " " + ESTIMATE_NOTE)
     elif chosen:
         st.caption("No judge metric picked: this run calls no model.")
 
@@ -222,7 +222,7 @@ with right:
         try:
             job_id = background.start_scoring(store, dataset, specs, judge=config if judged else None, new_run=new_run)
         except EvalcoreError as exc:
-            st.error(str(exc), icon=":material/error:")
+            st.error(literal_message(str(exc)), icon=":material/error:")
         else:
             st.session_state["score_job"] = (dataset, job_id)
             st.rerun()
@@ -263,7 +263,7 @@ else:
             try:
                 job_id = background.resume_run(store, chosen_run, judge=config)
             except EvalcoreError as exc:
-                st.error(str(exc), icon=":material/error:")
+                st.error(literal_message(str(exc)), icon=":material/error:")
             else:
                 st.session_state["score_job"] = (dataset, job_id)
                 st.rerun()

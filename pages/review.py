@@ -24,7 +24,7 @@ from evalcore.views.review.fields import (
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import transcript
 from evalcore.views.review.weights import explain_weights, format_number
-from evalcore.views.text import code_span, literal_markdown, plural
+from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
 from pages import _shared
 from pages._transcript import render_items, render_turn
 
@@ -55,9 +55,9 @@ if not ref:
     st.query_params["session"] = ref
 try:
     pk = store.sessions.find_ref(dataset, ref)
-except NotFoundError as exc:
+except NotFoundError as exc:  # it quotes the link's session: shown as text (a link can hold any Markdown)
     st.title("Review")
-    st.warning(str(exc), icon=":material/search_off:")
+    st.warning(literal_message(str(exc)), icon=":material/search_off:")
     st.page_link(_shared.PAGES["sessions"], label="Pick a session", icon=":material/table_rows:")
     st.stop()
 
@@ -115,7 +115,7 @@ def set_status(status: str, then: int | None = None) -> None:
 
 
 def problems_text(problems: list[FieldProblem]) -> str:
-    return "\n".join(f"- {literal_markdown(str(p))}" for p in problems)
+    return "\n".join(f"- {literal_message(str(p))}" for p in problems)
 
 
 # -- header: who, where, status, navigation ---------------------------------------------------------
@@ -137,8 +137,8 @@ with moves.container(horizontal=True, horizontal_alignment="right", key="moves")
 st.caption(
     " · ".join(
         [
-            f"**{session.status}**" + (f" by {literal_markdown(stored.status_by)}" if stored.status_by else ""),
-            literal_markdown(session.assistant_id or "no assistant id"),
+            f"**{session.status}**" + (f" by {literal_name(stored.status_by)}" if stored.status_by else ""),
+            literal_name(session.assistant_id) if session.assistant_id else "no assistant id",
             f"{view.turn_count} turns, {view.n_tool_calls} tool calls",
             f"version {stored.version}",
             f"{place} in the Sessions filter",
@@ -167,14 +167,16 @@ with st.container():
     notice = st.session_state.pop("review_notice", None)
     if notice is not None:
         if notice[0] == "success":
-            st.toast(notice[1], icon=":material/check:")
+            st.toast(notice[1], icon=":material/check:")  # the page's own words: "The ground truth saved."
         else:
-            st.error(notice[1], icon=":material/error:")
+            st.error(literal_message(notice[1]), icon=":material/error:")  # it may quote what was typed
 
     conflict = st.session_state.get("review_conflict")
     if conflict is not None:
         with st.container(border=True):
-            st.error(f"{conflict['what']} was not saved. {conflict['message']}", icon=":material/sync_problem:")
+            # The conflict names the other reviewer and the session: shown as text.
+            st.error(literal_message(f"{conflict['what']} was not saved. {conflict['message']}"),
+                     icon=":material/sync_problem:")  # fmt: skip
             choice = st.container(horizontal=True)
             drop = "Drop your change and show the session as it is now"
             if choice.button("Take theirs", key="take_theirs", help=drop):
@@ -191,9 +193,10 @@ with st.container():
     elif stored.version > base["version"]:
         newer = [e for e in store.sessions.history(pk) if e.version > base["version"]]
         who = ", ".join(sorted({e.author for e in newer})) or "someone"
+        fields = ", ".join(sorted({e.where for e in newer}))
         st.warning(
-            f"{literal_markdown(who)} changed this session since you opened it "
-            f"({', '.join(sorted({e.where for e in newer}))}). Your forms show version {base['version']}; "
+            f"{literal_name(who)} changed this session since you opened it "
+            f"({literal_name(fields)}). Your forms show version {base['version']}; "
             "saving them will ask whether to keep their changes.",
             icon=":material/sync_problem:",
         )
@@ -237,7 +240,7 @@ with tabs[0]:
                                           key=f"s-{name}-{key}")  # fmt: skip
             form["tags"] = st.multiselect(
                 "Tags", sorted({*values["tags"], *store.sessions.facets(dataset).tags}), default=values["tags"],
-                accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help,
+                accept_new_options=True, key=f"s-tags-{key}", help=SPECS["tags"].help, format_func=visible,
             )  # fmt: skip
             form["expected_retrieved_context"] = st.text_area(
                 SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
@@ -343,7 +346,7 @@ with tabs[3]:
             name = rubric_verdict(rubric)
             current = int(mine[name]) if name in mine else None
             st.segmented_control(
-                f"{literal_markdown(rubric)} (1–5)", [1, 2, 3, 4, 5], default=current, key=f"v-{rubric}-{key}",
+                f"{literal_name(rubric)} (1–5)", [1, 2, 3, 4, 5], default=current, key=f"v-{rubric}-{key}",
                 on_change=give, args=(name, f"v-{rubric}-{key}", {i: float(i) for i in range(1, 6)}),
                 disabled=author is None, help=literal_markdown(session.rubrics[rubric]) if session.rubrics else None,
             )  # fmt: skip
@@ -408,7 +411,7 @@ with tabs[6]:
                 try:
                     base["version"] = store.sessions.restore(pk, int(target), base_version=stored.version)
                 except EvalcoreError as exc:
-                    st.error(f"Not restored: {exc}")
+                    st.error(literal_message(f"Not restored: {exc}"))
                 else:
                     rebase(reset=True)
                     st.session_state["review_notice"] = ("success", f"Restored to the state after edit #{target}.")
@@ -419,7 +422,7 @@ with tabs[7]:
         for comment in store.labels.comments(pk):
             where = f" · turn {comment.turn + 1}" if comment.turn is not None else ""
             st.markdown(
-                f"**{literal_markdown(comment.author)}** · {comment.at[:16].replace('T', ' ')}{where}  \n"
+                f"**{literal_name(comment.author)}** · {comment.at[:16].replace('T', ' ')}{where}  \n"
                 + literal_markdown(comment.body)
             )
         with st.form(f"comment-{key}", clear_on_submit=True, border=False):
@@ -428,7 +431,7 @@ with tabs[7]:
                 try:
                     store.labels.add_comment(pk, body)
                 except EvalcoreError as exc:
-                    st.error(str(exc))
+                    st.error(literal_message(str(exc)))
                 else:
                     st.rerun()
 
@@ -464,7 +467,9 @@ with talk_column:
         chunks = plural(len(view.retrieved_context), "chunk")
         with st.expander(f"Retrieved context · {chunks}", icon=":material/library_books:"):
             for chunk in view.retrieved_context:
-                st.markdown(f"{code_span(chunk.doc_uri or 'no uri')}  \n" + literal_markdown(chunk.content or ""))
+                st.markdown(
+                    f"{code_span(visible(chunk.doc_uri or 'no uri'))}  \n" + literal_markdown(chunk.content or "")
+                )
     if page == 1 and view.preamble:
         render_items(view.preamble, f"pre-{key}")
     if not view.turns:

@@ -7,6 +7,7 @@ from evalcore.schema import STATUSES
 from evalcore.store.queries import SORTS
 from evalcore.views.review.tables import session_label
 from evalcore.views.sessions import page_filter, sessions_table
+from evalcore.views.text import escape_inline, literal_message, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -39,12 +40,12 @@ status = c[0].multiselect(
     on_change=reset_page,
 )
 tags = c[1].multiselect(
-    "Tags (all of)", list(found.tags), format_func=lambda t: f"{t} ({found.tags[t]})", key="f_tags",
+    "Tags (all of)", list(found.tags), format_func=lambda t: f"{visible(t)} ({found.tags[t]})", key="f_tags",
     persist_state="session", on_change=reset_page,
 )  # fmt: skip
 assistant = c[2].selectbox(
     "Assistant", ["any", *found.assistants], key="f_assistant", persist_state="session", on_change=reset_page,
-    format_func=lambda a: a if a == "any" else f"{a} ({found.assistants[a]})",
+    format_func=lambda a: a if a == "any" else f"{visible(a)} ({found.assistants[a]})",
 )  # fmt: skip
 truth = c[3].selectbox(
     "Ground truth", ["any", "present", "missing"], key="f_truth", persist_state="session", on_change=reset_page,
@@ -60,11 +61,13 @@ with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_
     s = st.columns([4.2, 2.4, 1.1, 1.1, 1.6, 1.3], vertical_alignment="bottom")
     run = s[0].selectbox(
         "Run", [None, *runs], key="f_run", persist_state="session", on_change=reset_page,
-        format_func=lambda r: "no score filter" if r is None else r.label,
+        format_func=lambda r: "no score filter" if r is None else visible(r.label),
     )  # fmt: skip
     if run is not None:
         run_id = run.id
-        metric = s[1].selectbox("Metric", run.metrics, key="f_metric", persist_state="session", on_change=reset_page)
+        metric = s[1].selectbox(
+            "Metric", run.metrics, format_func=visible, key="f_metric", persist_state="session", on_change=reset_page
+        )
         low = s[2].number_input(
             "Min", value=None, key="f_min", persist_state="session", on_change=reset_page, placeholder="any"
         )
@@ -89,8 +92,8 @@ number = int(st.session_state.get("page_number", 1))
 try:
     table = sessions_table(store, dataset, filters, sort=sort, descending=descending, limit=size,
                            offset=(number - 1) * size)  # fmt: skip
-except EvalcoreError as exc:
-    st.warning(str(exc), icon=":material/filter_alt_off:")
+except EvalcoreError as exc:  # it quotes what was typed in the search box: shown as text
+    st.warning(literal_message(str(exc)), icon=":material/filter_alt_off:")
     st.stop()
 pages = max(1, -(-table.total // size))
 if number > pages:
@@ -108,7 +111,7 @@ config = {
     "turns": st.column_config.NumberColumn(width="small"),
     "tool_calls": st.column_config.NumberColumn(width="small"),
     "ground_truth": st.column_config.CheckboxColumn(width="small"),
-    **{m: st.column_config.NumberColumn(m, format="%.2f", width="small") for m in [*table.metrics, "score"]},
+    **{m: st.column_config.NumberColumn(visible(m), format="%.2f", width="small") for m in [*table.metrics, "score"]},
 }
 event = _shared.table(
     table.rows,
@@ -139,7 +142,8 @@ with st.container(horizontal=True, vertical_alignment="bottom", key="pager"):
     )  # fmt: skip
 if len(selected) == 1:
     i = table.pks.index(selected[0])
-    if st.button(f"Open {session_label(table.refs[i])} in Review", icon=":material/open_in_new:", key="open_selected"):
+    label = f"Open {escape_inline(session_label(table.refs[i]))} in Review"  # a button's label is Markdown
+    if st.button(label, icon=":material/open_in_new:", key="open_selected"):
         _shared.open_session(table.refs[i])
 
 # -- bulk changes -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from evalcore.views.simulate import (
     solve_progress,
     task_files,
 )
-from evalcore.views.text import code_span, literal_markdown, plural
+from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -45,10 +45,10 @@ def show_progress(job_id: int) -> bool:
     view = solve_progress(store.jobs.get(job_id))
     _shared.job_status(view.status, view.fraction, view.message)
     if view.summary:
-        st.caption(literal_markdown(view.summary))
+        st.caption(literal_message(view.summary))
     if view.errors:
         with st.expander(f"{plural(len(view.errors), 'sample')} failed (each kept with its error)"):
-            st.markdown("\n".join(f"- {literal_markdown(e)}" for e in view.errors[:50]))
+            st.markdown("\n".join(f"- {literal_message(e)}" for e in view.errors[:50]))
     return view.active
 
 
@@ -74,7 +74,7 @@ if running is not None:
 else:
     last = latest_solve_job(store)
     if last is not None:
-        st.caption(f"Last solver run: {literal_markdown(last.label)} into {literal_markdown(last.dataset)}")
+        st.caption(f"Last solver run: {literal_name(last.label)} into {literal_name(last.dataset)}")
 
 # -- the task and its samples --------------------------------------------------------------------
 
@@ -88,7 +88,7 @@ with left:
     )
     task_path = None
     if origin == "Folder":
-        task_path = st.selectbox("Task file", files, format_func=lambda p: p.name, key="sim_task_file")
+        task_path = st.selectbox("Task file", files, format_func=lambda p: visible(p.name), key="sim_task_file")
         if task_path is not None:
             view = read_task_file(task_path)
         else:
@@ -99,8 +99,8 @@ with left:
             view = read_task_text(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
     if view is not None and view.task is None:
         st.error(
-            f"**{literal_markdown(view.name)}** cannot run: "
-            + "\n".join(f"\n- {literal_markdown(p)}" for p in view.problems),
+            f"**{literal_name(view.name)}** cannot run: "
+            + "\n".join(f"\n- {literal_message(p)}" for p in view.problems),
             icon=":material/error:",
         )
     elif view is not None and view.task is not None:
@@ -120,7 +120,7 @@ with right:
         key="sim_samples_from",
     )  # fmt: skip
     if origin == "Beside the task":
-        path = st.selectbox("Samples file", beside, format_func=lambda p: p.name, key="sim_samples_file")
+        path = st.selectbox("Samples file", beside, format_func=lambda p: visible(p.name), key="sim_samples_file")
         if path is not None:
             samples = read_samples_file(path)
         else:
@@ -135,7 +135,7 @@ with right:
         if samples.problems:
             st.warning(
                 f"{plural(len(samples.problems), 'line')} left out:\n"
-                + "\n".join(f"\n- {literal_markdown(p)}" for p in samples.problems[:20]),
+                + "\n".join(f"\n- {literal_message(p)}" for p in samples.problems[:20]),
                 icon=":material/warning:",
             )
 
@@ -144,7 +144,7 @@ with right:
 st.subheader("Run")
 endpoint = endpoint_view()
 key_note = "its key is set" if endpoint.has_key else "no key is set (EVALCORE_API_KEY)"
-st.caption(f"Models are called at {code_span(endpoint.url)}; {key_note} (EVALCORE_BASE_URL sets another).")
+st.caption(f"Models are called at {code_span(visible(endpoint.url))}; {key_note} (EVALCORE_BASE_URL sets another).")
 ready = view is not None and view.task is not None and samples is not None and bool(samples.rows)
 with st.form("sim_run", border=True):
     cols = st.columns([2, 2, 1])
@@ -154,19 +154,24 @@ with st.form("sim_run", border=True):
     concurrency = cols[2].number_input("Concurrency", min_value=1, max_value=64, value=4, key="sim_concurrency")
     values: dict[str, str] = {}
     for key in view.config_keys if view is not None else []:
-        values[key] = st.text_input(f"config.{key}", key=f"sim_config_{key}", help=f"fills << config.{key} >>")
+        # A key is letters, digits, "_", "." and "-" (``<< config.KEY >>``, evalcore.solver.task.PLACEHOLDER): no
+        # Markdown that could load or link anything, so the label takes it as it is (a label's escapes would reach
+        # its aria-label as backslashes); the help, Markdown too, shows it escaped.
+        values[key] = st.text_input(
+            f"config.{key}", key=f"sim_config_{key}", help=f"fills << config.{literal_name(key)} >>"
+        )
     run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", disabled=not ready)
 if run and view is not None and samples is not None:
     task, problems = configured(view, values)
     if not model.strip() or not dataset.strip():
         st.error("Name the model and the dataset.", icon=":material/error:")
     elif task is None:
-        st.error("\n".join(f"- {literal_markdown(p)}" for p in problems), icon=":material/error:")
+        st.error("\n".join(f"- {literal_message(p)}" for p in problems), icon=":material/error:")
     else:
         try:
             config = endpoint.config(model.strip(), int(concurrency))
         except EvalcoreError as exc:  # a price table that cannot be read, say
-            st.error(literal_markdown(str(exc)), icon=":material/error:")
+            st.error(literal_message(str(exc)), icon=":material/error:")
             st.stop()
         job_id = background.start_solving(
             store, task, samples.rows, dataset.strip(), config, concurrency=int(concurrency), places=samples.places,

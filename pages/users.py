@@ -3,8 +3,8 @@
 import streamlit as st
 
 from evalcore.store.access import ROLES
-from evalcore.views.text import literal_markdown
-from evalcore.views.users import role_table, user_rows
+from evalcore.views.text import literal_message, literal_name
+from evalcore.views.users import role_table, user_choice, user_rows
 from pages import _shared
 
 _shared.frame_first()
@@ -30,7 +30,7 @@ _shared.table(
     },
 )
 if done := st.session_state.pop("users_done", None):
-    st.success(done, icon=":material/check_circle:")
+    st.success(literal_message(done), icon=":material/check_circle:")
 
 left, right = st.columns(2, gap="large")
 with left:
@@ -55,7 +55,7 @@ with left:
     st.subheader("Allowed e-mail domains")
     domains = store.users.allowed_domains()
     if domains:
-        st.markdown("\n".join(f"- **{literal_markdown(d)}**: {r}" for d, r in sorted(domains.items())))
+        st.markdown("\n".join(f"- **{literal_name(d)}**: {r}" for d, r in sorted(domains.items())))
     else:
         st.caption("None: only the people added here may come in.")
     with st.form("allow_domain", clear_on_submit=True, border=False):
@@ -77,7 +77,7 @@ with right:
         by_id = {u.id: u for u in others}
         picked = st.selectbox(
             "User", list(by_id), key="user_pick",
-            format_func=lambda i: f"{by_id[i].label} · {by_id[i].role}{' · disabled' if by_id[i].disabled else ''}",
+            format_func=lambda i: user_choice(by_id[i]),
         )  # fmt: skip
         chosen = by_id[picked if picked in by_id else next(iter(by_id))]
         c = st.columns([2, 1, 1], vertical_alignment="bottom")

@@ -12,6 +12,7 @@ the test modules as ``*_fixture``: ``from apptest_util import db_fixture``.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 import streamlit.testing.v1.app_test as app_test_module
+from dbutil import ISSUER, as_user
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
@@ -26,6 +28,7 @@ from evalcore.importing import import_file
 from evalcore.samples import ensure_samples
 from evalcore.scoring import score_dataset
 from evalcore.store import Store, open_store
+from evalcore.views.text import WORD_JOINER
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
@@ -188,15 +191,15 @@ def store_fixture(db: Path) -> Iterator[Store]:
         yield s
 
 
-#: The issuer of the people the AppTest tests sign in (``person``).
-IDP = "https://idp.example.test"
+#: The issuer of the people the AppTest tests sign in (``person``): the one ``dbutil.as_user`` makes them at.
+IDP = ISSUER
 
 
 def person(at: AppTest, name: str, role: str = "reviewer") -> AppTest:
     """``at`` signed in as ``name`` (made a user with ``role`` in the app's database first, as an admin would):
     what ``st.user`` holds after a real sign-in, with the ``is_logged_in`` Streamlit adds."""
     with open_store() as store:
-        store.users.ensure(iss=IDP, sub=name, name=name, role=role, email=f"{name}@example.com")
+        as_user(store, name, role)
     at.user = {"is_logged_in": True, "iss": IDP, "sub": name, "email": f"{name}@example.com", "email_verified": True,
                "name": name, "provider": "default"}  # fmt: skip
     return at
@@ -237,6 +240,77 @@ def open_page(at: AppTest, page: str) -> AppTest:
 def texts(at: AppTest, kind: str) -> list[str]:
     """The values of every element of one kind (``error``, ``markdown``, ``caption``...)."""
     return [str(e.value) for e in getattr(at, kind)]
+
+
+def hostile(tag: str, host: str = "127.0.0.1:9") -> str:
+    """A name or text that is Markdown, HTML and image syntax all at once (``tag`` tells the copies apart): shown
+    as Markdown it would load two images and a link from ``host``, colour a word and switch on LaTeX; it also
+    holds a right-to-left override (which would reverse what follows it) and a zero-width space."""
+    return (
+        f"{tag} ![x](http://{host}/{tag}.png) <img src=http://{host}/{tag}-html.png> [link](http://{host}/{tag}) "
+        f":red[{tag}] $x$ gnp\u202eexe.png\u200b"
+    )
+
+
+#: Element types whose strings are shown as they are (never Markdown).
+_PLAIN_PROTOS = {"Text", "Code", "Json"}
+#: Fields whose strings Streamlit renders as Markdown: bodies, labels, help tooltips, progress texts, captions,
+#: metric values and deltas, button group options (``content``); a radio's options too.
+_MARKDOWN_FIELDS = {"body", "label", "help", "text", "delta", "caption", "content"}
+#: What ``hostile`` leaves in Markdown when it was not escaped (code spans taken out first: nothing in one is
+#: read as Markdown).
+_RAW_MARKUP = re.compile(r"(?<!\\)!\[x\]|(?<!\\)<img|(?<!\\)\[link\]|:red\\?\[|(?<!\\)\$x\$")
+#: ...and what it leaves anywhere (a code span included) when its invisible characters were not made visible.
+_INVISIBLE = re.compile("[\u202e\u200b]")
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+
+
+def markdown_strings(at: AppTest) -> list[tuple[str, str]]:
+    """Every string the page renders as Markdown, as ``(ProtoName.field, text)``: what a Markdown image, HTML or
+    a link could hide in."""
+    found: list[tuple[str, str]] = []
+    seen: set[int] = set()
+    for node in at._tree:
+        proto = getattr(node, "proto", None)
+        if proto is not None and id(proto) not in seen:
+            seen.add(id(proto))
+            _markdown_fields(proto, found)
+    return found
+
+
+def _markdown_fields(message: Any, found: list[tuple[str, str]]) -> None:
+    name = message.DESCRIPTOR.name
+    if name in _PLAIN_PROTOS:
+        return
+    for fd, value in message.ListFields():
+        values = list(value) if fd.is_repeated else [value]
+        if fd.type == fd.TYPE_MESSAGE:
+            for child in values:
+                _markdown_fields(child, found)
+        elif fd.type == fd.TYPE_STRING and (fd.name in _MARKDOWN_FIELDS or (name == "Radio" and fd.name == "options")):
+            found.extend((f"{name}.{fd.name}", v) for v in values)
+
+
+def raw_markup(at: AppTest) -> list[tuple[str, str]]:
+    """The Markdown strings of the page in which ``hostile`` text was left unescaped, or its invisible characters
+    invisible (there should be none)."""
+    return [
+        (where, text)
+        for where, text in markdown_strings(at)
+        if _RAW_MARKUP.search(_CODE_SPAN.sub("", text)) or _INVISIBLE.search(text)
+    ]
+
+
+def plain(markdown: str) -> str:
+    """What a reader sees of Markdown made by ``literal_markdown`` / ``literal_message`` / ``literal_name``: the
+    escapes undone, the invisible word joiners taken out (to compare a message with the words it should say)."""
+    text = markdown.replace("  \n", "\n").replace("&nbsp;", "\u00a0").replace("&#58;", ":")
+    return re.sub(r"\\(.)", r"\1", text).replace(WORD_JOINER, "")
+
+
+def plain_texts(at: AppTest, kind: str) -> list[str]:
+    """``texts``, each as a reader sees it (``plain``)."""
+    return [plain(t) for t in texts(at, kind)]
 
 
 def all_text(at: AppTest) -> str:

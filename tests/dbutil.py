@@ -48,6 +48,10 @@ def own_connection(store: Store) -> sqlite3.Connection:
     return engine.connection()
 
 
+#: The issuer of the people the tests make (``as_user``; ``apptest_util.person`` signs the same people in).
+ISSUER = "https://idp.example.test"
+
+
 def as_user(store: Store, name: str, role: str = "owner") -> Store:
     """The store used by the user ``name`` (made on first use, with ``role``): what a test's change is made by."""
-    return store.as_user(store.users.ensure(iss="test", sub=name, name=name, role=role))
+    return store.as_user(store.users.ensure(iss=ISSUER, sub=name, name=name, role=role, email=f"{name}@example.com"))

@@ -25,6 +25,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
 
 from evalcore.samples import sample_dataset_name, sample_files
 from evalcore.store import Store, open_store
+from evalcore.views.text import literal_message
 from pages import _shared
 
 
@@ -133,7 +134,7 @@ def test_a_database_that_cannot_be_opened(
     at = run(app(dataset="shop"))
     assert len(at.error) == 1
     message = at.error[0].value
-    assert f"cannot open the database {path}" in message
+    assert literal_message(f"cannot open the database {path}") in message  # (it names a file: shown as text)
     page = all_text(at)
     assert message in page and "Traceback" not in page and 'File "' not in page
     assert not at.title and not at.sidebar.selectbox  # no page, no frame

@@ -14,6 +14,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     fresh_db_fixture,
     navigation_v2_fixture,
     person,
+    plain_texts,
     run,
     shop_sessions,
     store_fixture,
@@ -147,7 +148,8 @@ def test_rename(db: Path, store: Store) -> None:
     at.text_input(key="rename_to").input("review")  # taken
     at.button(key="FormSubmitter:rename-Rename").click()
     run(at)
-    assert any("The new name was not saved" in e and "'review' exists already" in e for e in texts(at, "error"))
+    shown = plain_texts(at, "error")  # (it quotes the name typed: shown as text)
+    assert any("The new name was not saved" in e and "'review' exists already" in e for e in shown), shown
     assert {"shop", "review"} <= set(store.datasets.names())
     assert at.selectbox(key="dataset").value == "shop"
 

@@ -17,6 +17,7 @@ from apptest_util import (
     app,
     db_fixture,  # noqa: F401
     navigation_v2_fixture,  # noqa: F401
+    plain_texts,
     run,
     store_fixture,  # noqa: F401
     template_db_fixture,  # noqa: F401
@@ -112,7 +113,7 @@ def test_bad_parameters_block_the_run_with_a_message(db: Path) -> None:
     at = open_metrics("shop")
     at.multiselect(key="pick_llm_judge").set_value(["aspect_critique"])
     run(at)
-    assert any("aspect_critique: aspect" in e for e in texts(at, "error"))
+    assert any("aspect_critique: aspect" in e for e in plain_texts(at, "error"))
     assert at.button(key="run").disabled
     at.text_input(key="param:aspect_critique:aspect").input("polite")
     at.text_input(key="param:aspect_critique:definition").input("Is the assistant polite?")

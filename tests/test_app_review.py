@@ -21,6 +21,8 @@ from apptest_util import (  # noqa: F401 (fixtures)
     navigation_v2_fixture,
     open_page,
     person,
+    plain,
+    plain_texts,
     review_sessions,
     run,
     store_fixture,
@@ -110,7 +112,7 @@ def test_a_deep_link_to_a_turn_opens_its_page(db: Path, turn: str, shown: str) -
 
 def test_a_deep_link_to_an_unknown_session(db: Path) -> None:
     at = _review(session="nope")
-    assert any("no session 'nope' in dataset 'review'" in w for w in texts(at, "warning"))
+    assert any("no session 'nope' in dataset 'review'" in w for w in plain_texts(at, "warning"))
     assert not at.error
 
 
@@ -327,7 +329,7 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
     assert any(w.startswith("bob changed this session since you opened it (reference)") for w in texts(ann, "warning"))
     by_prefix(ann.text_area, "s-goal-").input("Find order 7")
     _submit(ann, "truth-")
-    [box] = [e for e in texts(ann, "error") if "was not saved" in e]
+    [box] = [e for e in plain_texts(ann, "error") if "was not saved" in e]  # (names and ids in it: shown as text)
     assert box.startswith("The ground truth was not saved. session r-tools was changed since version 1 (now 2)")
     assert "bob at " in box and "changed reference" in box
     pk = store.sessions.find("review", "r-tools")
@@ -335,7 +337,7 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
 
     ann.button(key=resolution).click()
     run(ann)
-    assert not any("was not saved" in e for e in texts(ann, "error"))
+    assert not any("was not saved" in e for e in plain_texts(ann, "error"))
     stored = store.sessions.get(pk)
     assert stored.session.reference == "Bob's reference"  # Bob's change stays either way
     if resolution == "take_theirs":
@@ -526,7 +528,7 @@ def test_an_embedded_image_is_shown_and_a_remote_one_named(store: Store, tmp_pat
     at = _review(session=store.sessions.get(pk).ref, dataset="images")
     assert not at.exception
     (image,) = at.get("image")  # the embedded one, drawn
-    assert image.captions == ["image/png"]
+    assert [plain(c) for c in image.captions] == ["image/png"]  # (a caption is Markdown: shown as text)
     assert any("images.example/r.png" in c and "not loaded" in c for c in texts(at, "caption"))
 
 

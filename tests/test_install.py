@@ -63,9 +63,17 @@ def test_evalcore_app_runs_from_an_installed_wheel(tmp_path: Path) -> None:
 
         with browser() as chrome:
             page = chrome.new_page(viewport={"width": 1400, "height": 900})
+            fetched: list[str] = []
+            page.on("request", lambda request: fetched.append(request.url))
             page.goto(f"http://127.0.0.1:{port}/")
             wait_idle(page)
             assert page.locator("h1").first.inner_text() == "Datasets"
+            # The page icon travels in the package and is sent inline: nothing is fetched from another host.
+            assert (site / "evalcore_app" / "pages" / "icon.svg").is_file()
+            icon = page.locator("link[rel='shortcut icon']").get_attribute("href") or ""
+            assert icon.startswith("data:image/svg+xml"), icon[:80]
+            elsewhere = [u for u in fetched if not u.startswith(("data:", f"http://127.0.0.1:{port}/"))]
+            assert elsewhere == [], elsewhere
             # The packaged sample data, loaded on first start: the frame picked its first dataset.
             assert "dataset=sample-anthropic" in page.url
     finally:

@@ -147,20 +147,27 @@ def test_unclaimed_tool_messages_stand_alone_and_missing_results_are_counted() -
             {"role": "tool", "tool_call_id": "y", "content": "rb"},
             {"role": "assistant", "content": "partial"},
             {"role": "user", "content": "q2"},
-            {"role": "tool", "tool_call_id": "zzz", "content": "unknown id, falls back to the first waiting call"},
-            {"role": "tool", "content": "nobody waits for this one"},
+            {"role": "tool", "tool_call_id": "zzz", "name": "c", "content": "names a call that does not exist"},
+            {"role": "tool", "content": "names no call: the first call waiting takes it"},
+            {"role": "tool", "tool_call_id": "y", "content": "a second result of y"},
         ]
     )
     view = transcript(session)
     assert _kinds(view.preamble) == ["tool"]
+    assert isinstance(view.preamble[0], MessageView) and view.preamble[0].unlinked == "unclaimed"
     first, second = view.turns
+    # The result naming "zzz" is never put under another call (it used to go to the first call waiting, "a").
     assert [(c.name, c.result_text) for c in first.calls] == [
-        ("a", "unknown id, falls back to the first waiting call"),
+        ("a", "names no call: the first call waiting takes it"),
         ("b", "rb"),
     ]
-    assert _kinds(second.items) == ["tool"]
-    orphan = second.items[0]
-    assert isinstance(orphan, MessageView) and orphan.text == "nobody waits for this one"
+    assert _kinds(second.items) == ["tool", "tool"]
+    unknown, again = second.items
+    assert isinstance(unknown, MessageView) and unknown.text == "names a call that does not exist"
+    assert unknown.unlinked == "unknown"
+    assert unknown.unlinked_note == ":material/link_off: result of an unknown call ` zzz ` · tool ` c `"
+    assert isinstance(again, MessageView) and again.unlinked == "answered"
+    assert again.unlinked_note == ":material/link_off: another result of call ` y `, which has one"
     assert view.n_tool_calls == 2 and view.n_missing_results == 0
 
 

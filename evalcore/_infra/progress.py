@@ -1,10 +1,15 @@
-"""A progress bar for the command line: drawn only on a terminal, silent otherwise."""
+"""A progress bar for the command line: drawn only on a terminal, silent otherwise.
+
+Its label (it names a file, a dataset) and its notes are shown as text: control, invisible and reordering
+characters in them are written as escapes (``evalcore._infra.printable.visible``), never sent to the terminal."""
 
 from __future__ import annotations
 
 import sys
 import time
 from typing import TextIO
+
+from evalcore._infra.printable import visible
 
 __all__ = ["ProgressBar"]
 
@@ -13,7 +18,7 @@ class ProgressBar:
     """``update(done, total)`` redraws at most ten times a second; ``close()`` ends the line."""
 
     def __init__(self, label: str, stream: TextIO | None = None, *, width: int = 30) -> None:
-        self.label = label
+        self.label = visible(label)
         self.stream = stream or sys.stderr
         self.width = width
         self.enabled = self.stream.isatty()
@@ -43,7 +48,7 @@ class ProgressBar:
         if self._drawn:
             self.stream.write("\r\033[K")
             self._last = 0.0
-        self.stream.write(text + "\n")
+        self.stream.write(visible(text) + "\n")
         self.stream.flush()
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ from evalcore.formats.jsonio import loads
 from evalcore.schema import Session
 
 __all__ = [
+    "CallNames",
     "build_session",
     "drop_none",
     "dump_args",
@@ -21,6 +22,30 @@ __all__ = [
     "load_args",
     "memo",
 ]
+
+
+class CallNames:
+    """The tool names of the calls read so far, to name the results that follow them by call id.
+
+    Calls sharing an id (parallel calls some providers give one id) name their results in the order the
+    results come, as ``evalcore.schema.tool_links`` pairs them: the first result of the id is named after the
+    first call, the second after the second (a plain ``{id: name}`` map named both after the last call).
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[str]] = {}
+        self._last: dict[str, str] = {}
+
+    def call(self, call_id: str, name: str) -> None:
+        """A call ``call_id`` of tool ``name`` was read."""
+        self._waiting.setdefault(call_id, []).append(name)
+        self._last[call_id] = name
+
+    def result(self, call_id: str) -> str | None:
+        """The tool name of the result naming ``call_id`` (the first call of that id not named yet; once all
+        are, the last one's), ``None`` for an id no call had."""
+        waiting = self._waiting.get(call_id)
+        return waiting.pop(0) if waiting else self._last.get(call_id)
 
 
 def expect_dict(value: Any, field: str) -> dict[str, Any]:

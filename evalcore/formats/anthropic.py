@@ -27,7 +27,16 @@ from typing import Any
 from evalcore.errors import RecordError
 from evalcore.formats._blocks import image_url_of
 from evalcore.formats._chat import message_names
-from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
+from evalcore.formats._records import (
+    CallNames,
+    build_session,
+    dump_args,
+    expect_dict,
+    expect_list,
+    expect_str,
+    load_args,
+    memo,
+)
 from evalcore.formats.base import Format, register
 from evalcore.schema import Message, Session, ToolCall, call_ids
 
@@ -131,7 +140,7 @@ class _Reader:
 
     def __init__(self) -> None:
         self.out: list[dict[str, Any]] = []
-        self.names: dict[str, str] = {}  # tool_use id -> tool name, to name the results
+        self.names = CallNames()  # tool_use ids -> tool names, to name the results
         self.after_results = False  # whether the last message read held tool results only
 
     def system(self, value: Any) -> None:
@@ -192,8 +201,9 @@ class _Reader:
         message: dict[str, Any] = {"role": "tool", "content": _content(block.get("content"), f"{field}.content")}
         if call_id is not None:
             message["tool_call_id"] = call_id
-            if call_id in self.names:
-                message["name"] = self.names[call_id]
+            name = self.names.result(call_id)
+            if name is not None:
+                message["name"] = name
         elif "tool_use_id" not in block:
             _note(message)["no_id"] = True
         rest = {k: v for k, v in block.items() if k not in ("type", "tool_use_id", "content")}
@@ -238,7 +248,7 @@ class _Reader:
         call: dict[str, Any] = {"name": name, "args": args}
         if call_id is not None:
             call["id"] = call_id
-            self.names[call_id] = name
+            self.names.call(call_id, name)
         elif "id" not in block:
             _note(call)["no_id"] = True
         if isinstance(raw, str):

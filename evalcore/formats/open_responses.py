@@ -26,7 +26,16 @@ from typing import Any
 
 from evalcore.errors import RecordError
 from evalcore.formats._blocks import image_url_of, is_text_block
-from evalcore.formats._records import build_session, dump_args, expect_dict, expect_list, expect_str, load_args, memo
+from evalcore.formats._records import (
+    CallNames,
+    build_session,
+    dump_args,
+    expect_dict,
+    expect_list,
+    expect_str,
+    load_args,
+    memo,
+)
 from evalcore.formats.base import Format, Reader, register
 from evalcore.formats.jsonio import loads
 from evalcore.formats.responses_api import EventLog, Items, is_event, is_response, response_items
@@ -302,7 +311,7 @@ def _trace_in(trace: dict[str, Any], *, bare: bool, items_only: bool = False) ->
 def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     """Canonical messages from items, and the trailing items we keep but do not model."""
     messages: list[dict[str, Any]] = []
-    names: dict[str, str] = {}
+    names = CallNames()
     pending: list[Any] = []  # items we do not model, kept with the message that follows
     for i, item in enumerate(items):
         item = expect_dict(item, f"items[{i}]")
@@ -313,7 +322,7 @@ def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
             _message_in(item, where, messages)
         elif kind == "function_call":
             call = _call_in(item, where)
-            names[call["id"]] = call["name"]
+            names.call(call["id"], call["name"])
             last = messages[-1] if messages else None
             # A call joins the assistant message before it, unless an item we keep aside stands between.
             if last is None or last["role"] != "assistant" or last.get("_closed") or pending:
@@ -341,14 +350,15 @@ def _items_in(items: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     return messages, pending
 
 
-def _output_in(item: dict[str, Any], where: str, names: dict[str, str]) -> dict[str, Any]:
+def _output_in(item: dict[str, Any], where: str, names: CallNames) -> dict[str, Any]:
     call_id = expect_str(item.get("call_id"), f"{where}.call_id")
     output = item.get("output")
     if not isinstance(output, str | list):
         raise RecordError("expected a string or a list of parts", f"{where}.output")
     message: dict[str, Any] = {"role": "tool", "tool_call_id": call_id, "content": output}
-    if call_id in names:
-        message["name"] = names[call_id]
+    name = names.result(call_id)
+    if name is not None:
+        message["name"] = name
     _keep(message, item, ("type", "call_id", "output"))
     return message
 

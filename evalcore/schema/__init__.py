@@ -9,10 +9,12 @@ from evalcore.schema.session import (
     Provenance,
     Session,
     Status,
+    ToolLinks,
     Turn,
     TurnTruth,
     call_ids,
     link_tool_results,
+    tool_links,
 )
 from evalcore.schema.validation import MAX_DEPTH, Problem, check_storable, resolve_weights, validate_session
 
@@ -30,6 +32,7 @@ __all__ = [
     "Session",
     "Status",
     "ToolCall",
+    "ToolLinks",
     "Turn",
     "TurnTruth",
     "block_text",
@@ -37,5 +40,6 @@ __all__ = [
     "check_storable",
     "link_tool_results",
     "resolve_weights",
+    "tool_links",
     "validate_session",
 ]

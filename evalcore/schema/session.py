@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -17,7 +18,10 @@ __all__ = [
     "Session",
     "Status",
     "Turn",
+    "ToolLinks",
     "TurnTruth",
+    "Unlinked",
+    "tool_links",
 ]
 
 #: Version of the evalcore JSON shape; bump whenever a stored shape changes.
@@ -243,23 +247,119 @@ def call_ids(messages: list[Message]) -> tuple[dict[int, str], dict[int, str]]:
 
 
 def link_tool_results(messages: list[Message]) -> list[tuple[ToolCall, Message | None]]:
-    """Pair every tool call with its tool message: by ``tool_call_id``, else first-in first-out."""
+    """Pair every tool call with its tool message, as :func:`tool_links` does (its rules are there)."""
+    return tool_links(messages).pairs
+
+
+#: Why a tool message is linked to no call (``ToolLinks.unlinked``).
+Unlinked = Literal["unknown", "answered", "unclaimed"]
+
+
+@dataclass(frozen=True)
+class ToolLinks:
+    """The tool calls of a conversation paired with their results, and what could not be paired.
+
+    ``pairs``: every call in order, with its tool message or ``None``. ``unlinked``: the tool messages no call
+    claims, by their index in the messages, and why — ``"unknown"``: its ``tool_call_id`` names no call;
+    ``"answered"``: every call of that id has a result already; ``"unclaimed"``: it names no call and no call
+    waits for a result. ``shared``: the calls whose id another call of the same turn has too (parallel calls
+    some providers give one id), keyed by ``id()`` of the call, with how many calls of the turn share it.
+    ``duplicates``: each such call after the first, as ``(message index, call index, id, message index and
+    call index of the turn's first call with that id)``.
+    """
+
+    pairs: list[tuple[ToolCall, Message | None]]
+    unlinked: dict[int, Unlinked] = field(default_factory=dict)
+    shared: dict[int, int] = field(default_factory=dict)
+    duplicates: list[tuple[int, int, str, int, int]] = field(default_factory=list)
+
+
+def tool_links(messages: list[Message]) -> ToolLinks:
+    """Pair every tool call with its tool message.
+
+    - A result that names its call (``tool_call_id``) goes to the first call of that id still waiting for a
+      result, in the latest turn that has one: parallel calls sharing an id (made while another call of that
+      id still waits, in the same turn) get their results in the order the results come, never swapped; an id
+      used again once its call has its result, or in a later turn, names the new call.
+    - A result naming no call (no ``tool_call_id``, or an empty one) goes to the first call still waiting,
+      whatever its id (first in, first out: formats without ids).
+    - A result naming an id no waiting call has goes to the first waiting call that has no id (a call without
+      an id cannot say it is another's) unless calls of that id came before (they all have their result: this
+      is a second one), else to no call: it is shown on its own, never under another call.
+
+    An empty call id counts as none.
+    """
     pairs: list[tuple[ToolCall, Message | None]] = []
-    pending: list[int] = []  # indexes into pairs still waiting for a result
-    by_id: dict[str, int] = {}
-    for message in messages:
-        if message.role == "assistant":
-            for call in message.calls:
-                if call.id is not None:
-                    by_id[call.id] = len(pairs)
-                pending.append(len(pairs))
+    turn_of: list[int] = []  # slot -> the turn of its call
+    where: list[tuple[int, int]] = []  # slot -> (message index, call index)
+    waiting: dict[int, None] = {}  # slots waiting for a result, in order (a dict: ordered, O(1) removal)
+    anonymous: dict[int, None] = {}  # ...those whose call has no id
+    by_id: dict[str, list[int]] = {}  # id -> the slots with that id still waiting, in order
+    seen: set[str] = set()  # every call id so far
+    groups: dict[int, list[int]] = {}  # slot -> the parallel calls sharing its id (one list per group)
+    links = ToolLinks(pairs)
+    turn = 0
+    for i, message in enumerate(messages):
+        role = message.role
+        if role == "user":
+            turn += 1
+        elif role == "assistant" and message.tool_calls:
+            for j, call in enumerate(message.tool_calls):
+                slot = len(pairs)
                 pairs.append((call, None))
-        elif message.role == "tool":
-            slot = by_id.pop(message.tool_call_id, None) if message.tool_call_id else None
-            if slot is None and pending:
-                slot = pending[0]
-            if slot is not None:
-                if slot in pending:
-                    pending.remove(slot)
-                pairs[slot] = (pairs[slot][0], message)
-    return pairs
+                turn_of.append(turn)
+                where.append((i, j))
+                waiting[slot] = None
+                if not call.id:
+                    anonymous[slot] = None
+                    continue
+                parallel = [s for s in by_id.get(call.id, ()) if turn_of[s] == turn]
+                if parallel:
+                    links.duplicates.append((i, j, call.id, *where[parallel[0]]))
+                    group = groups.get(parallel[0])
+                    if group is None:
+                        group = groups[parallel[0]] = [parallel[0]]
+                    group.append(slot)
+                    groups[slot] = group
+                by_id.setdefault(call.id, []).append(slot)
+                seen.add(call.id)
+        elif role == "tool":
+            claimed = _claim(message.tool_call_id, waiting, anonymous, by_id, turn_of, seen)
+            if claimed is None:
+                if not message.tool_call_id:
+                    links.unlinked[i] = "unclaimed"
+                else:
+                    links.unlinked[i] = "answered" if message.tool_call_id in seen else "unknown"
+                continue
+            del waiting[claimed]
+            anonymous.pop(claimed, None)
+            call = pairs[claimed][0]
+            if call.id and claimed in by_id.get(call.id, ()):
+                by_id[call.id].remove(claimed)
+            pairs[claimed] = (call, message)
+    for slot, group in groups.items():
+        links.shared[id(pairs[slot][0])] = len(group)
+    return links
+
+
+def _claim(
+    call_id: str | None,
+    waiting: dict[int, None],
+    anonymous: dict[int, None],
+    by_id: dict[str, list[int]],
+    turn_of: list[int],
+    seen: set[str],
+) -> int | None:
+    """The slot a result naming ``call_id`` goes to (see ``tool_links``), or ``None``."""
+    if not call_id:
+        return next(iter(waiting), None)
+    slots = by_id.get(call_id)
+    if slots:
+        latest = turn_of[slots[-1]]
+        first = len(slots) - 1
+        while first > 0 and turn_of[slots[first - 1]] == latest:
+            first -= 1
+        return slots[first]
+    if call_id in seen:  # its calls all have their results: a second result of one of them
+        return None
+    return next(iter(anonymous), None)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from evalcore.schema.message import ToolCall
-from evalcore.schema.session import ContextChunk, Session
+from evalcore.schema.session import ContextChunk, Session, tool_links
 
 __all__ = ["MAX_DEPTH", "SHALLOW", "Problem", "check_storable", "resolve_weights", "validate_session"]
 
@@ -58,6 +58,7 @@ def validate_session(session: Session, *, shallow: bool = False) -> list[Problem
     if not session.messages:  # read from any format: nothing to review or score, never silently
         problems.append(Problem("warning", "messages", "no messages: an empty conversation"))
     problems += _check_tool_order(session)
+    problems += _check_tool_links(session)
     problems += _check_turns(session)
     if session.expected_facts is not None and session.reference is not None:
         problems.append(
@@ -163,6 +164,35 @@ def _check_tool_order(session: Session) -> list[Problem]:
         elif role == "assistant":
             seen_assistant = True
         previous = message
+    return problems
+
+
+def _check_tool_links(session: Session) -> list[Problem]:
+    """Parallel calls sharing an id (one made while another of that id still waits for its result), and results
+    naming no call (or one answered already): warnings, each naming the message and the id (the Review page
+    pairs them as ``tool_links`` says, and says so)."""
+    messages = session.messages
+    if not any(m.tool_calls or m.tool_call_id for m in messages):  # (most sessions: this runs for every one read)
+        return []
+    links = tool_links(messages)
+    problems = [
+        Problem(
+            "warning",
+            f"messages[{i}].tool_calls[{j}].id",
+            f"{call_id!r} is also the id of messages[{first_i}].tool_calls[{first_j}], which still waits for its "
+            "result: ambiguous; the results are paired with these calls in the order they come",
+        )
+        for i, j, call_id, first_i, first_j in links.duplicates
+    ]
+    for i, why in links.unlinked.items():
+        call_id = messages[i].tool_call_id
+        if why == "unknown":
+            reason = f"{call_id!r} names no tool call: the result of an unknown call, linked to none"
+        elif why == "answered":
+            reason = f"{call_id!r} names a tool call that has its result already: a second result, linked to none"
+        else:
+            continue  # a result naming no call with none waiting: the tool order rules above speak of it
+        problems.append(Problem("warning", f"messages[{i}].tool_call_id", reason))
     return problems
 
 

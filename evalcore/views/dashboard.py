@@ -18,12 +18,12 @@ from typing import Any
 
 from evalcore.agreement import Agreement
 from evalcore.errors import EvalcoreError, UsageError
-from evalcore.identity import session_label
 from evalcore.metrics import create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.schema import STATUSES
 from evalcore.store.runs import Run
 from evalcore.store.store import Store
+from evalcore.views.review.tables import session_label
 from evalcore.views.table import spread
 
 __all__ = [

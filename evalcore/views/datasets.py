@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from evalcore.store import Store
 from evalcore.store.jobs import Job
 from evalcore.views.table import column
-from evalcore.views.text import plural
+from evalcore.views.text import plural, visible
 
 __all__ = ["DatasetRow", "ImportOutcome", "ProblemRow", "dataset_rows", "import_outcome", "latest_import"]
 
@@ -30,10 +30,11 @@ class DatasetRow:
 
 
 def dataset_rows(store: Store) -> list[DatasetRow]:
-    """One row per dataset: size, source formats, review progress and last import."""
+    """One row per dataset: size, source formats, review progress and last import (names as shown: invisible or
+    reordering characters written as escapes)."""
     return [
         DatasetRow(
-            o.name,
+            visible(o.name),
             o.sessions,
             ", ".join(o.formats),
             o.statuses.get("todo", 0) + o.statuses.get("in_progress", 0),
@@ -43,7 +44,7 @@ def dataset_rows(store: Store) -> list[DatasetRow]:
             o.progress,
             o.with_truth,
             (o.last_import_at or "")[:16].replace("T", " "),
-            o.last_import_source or "",
+            visible(o.last_import_source or ""),
         )  # fmt: skip
         for o in store.datasets.overviews()
     ]

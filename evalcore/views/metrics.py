@@ -36,6 +36,7 @@ from evalcore.store import Store
 from evalcore.store.jobs import Job
 from evalcore.store.runs import RESUMABLE
 from evalcore.views.table import column
+from evalcore.views.text import visible
 
 __all__ = [
     "ESTIMATE_NOTE",
@@ -719,14 +720,16 @@ class PastRun:
 
     @property
     def label(self) -> str:
-        """The run as a choice of "Unfinished runs": ``#3 tool_call_f1 (cancelled, 40 of 120 items)``."""
+        """The run as a choice of "Unfinished runs": ``#3 tool_call_f1 (cancelled, 40 of 120 items)`` (plain text)."""
         scored = self.done + self.failed + self.not_applicable
         return f"#{self.run} {self.metrics} ({self.status}, {scored:,} of {self.items:,} items)"
 
 
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
-    applicable, judge calls and cost (summed over the session scores), duration, status and who started it."""
+    applicable, judge calls and cost (summed over the session scores), duration, status and who started it. (A
+    metric's parameters and the judge's name are what someone typed: their invisible characters are shown as
+    escapes.)"""
     store.datasets.id_of(dataset)  # NotFoundError for no such dataset
     runs = store.runs.recent(dataset, limit=limit)
     spent = store.runs.judge_spend([run.id for run in runs])
@@ -735,9 +738,9 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
         calls, cost = spent.get(run.id, (None, None))
         result.append(
             PastRun(
-                run.id, run.started_at[:19].replace("T", " "), run.status, ", ".join(run.metrics),
-                run.judge_model or "", run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls, cost,
-                _duration(run.started_at, run.finished_at or run.updated_at), run.created_by or "",
+                run.id, run.started_at[:19].replace("T", " "), run.status, visible(", ".join(run.metrics)),
+                visible(run.judge_model or ""), run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls,
+                cost, _duration(run.started_at, run.finished_at or run.updated_at), visible(run.created_by or ""),
             )
         )  # fmt: skip
     return result

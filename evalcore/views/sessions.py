@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalcore.errors import UsageError
-from evalcore.identity import session_label
 from evalcore.store import Store
 from evalcore.store.queries import Page, SessionFilter
+from evalcore.views.review.tables import session_label
 from evalcore.views.table import column, spread
+from evalcore.views.text import visible
 
 __all__ = ["SessionRow", "SessionsTable", "page_filter", "sessions_table"]
 
@@ -111,9 +112,9 @@ def sessions_table(
         scores = latest.get(item.pk, {})
         rows.append(
             SessionRow(
-                item.status, session_label(item.link), item.assistant_id or "", item.title, item.n_turns,
-                item.n_tool_calls, ", ".join(item.tags), item.has_truth, item.score,
-                {metric: scores.get(metric) for metric in metrics}, item.updated_by or "",
+                item.status, session_label(item.link), visible(item.assistant_id or ""), item.title, item.n_turns,
+                item.n_tool_calls, ", ".join(visible(tag) for tag in item.tags), item.has_truth, item.score,
+                {metric: scores.get(metric) for metric in metrics}, visible(item.updated_by or ""),
                 (item.updated_at or "")[:16].replace("T", " "),
             )
         )  # fmt: skip

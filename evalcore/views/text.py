@@ -33,10 +33,23 @@ GFM, directives, KaTeX and its own plugins):
 
 from __future__ import annotations
 
+import html
 import re
 import string
 
-__all__ = ["WORD_JOINER", "code_span", "escape_inline", "literal_markdown", "plural"]
+from evalcore._infra.printable import visible
+
+__all__ = [
+    "WORD_JOINER",
+    "chart_text",
+    "code_span",
+    "escape_inline",
+    "literal_markdown",
+    "literal_message",
+    "literal_name",
+    "plural",
+    "visible",
+]
 
 #: The invisible character put inside patterns Streamlit would rewrite after parsing.
 WORD_JOINER = "\u2060"
@@ -132,6 +145,28 @@ def code_span(text: str) -> str:
         # Text of spaces only is shown as it is (CommonMark strips nothing from it).
         return f"{fence}{text or ' '}{fence}"
     return f"{fence} {text} {fence}"
+
+
+def literal_name(text: str) -> str:
+    """A name or an id (a dataset, a session, a reviewer, a tag, a tool, a run) as inline Markdown that shows it
+    literally, every invisible or reordering character in it written as its escape (:func:`visible`): a session
+    ``gnp\u202eexe.png`` never reads as ``gnpgnp.exe``, an id of zero-width spaces never as nothing. One line:
+    a line break in a name is shown as ``\\n``."""
+    return escape_inline(visible(text))
+
+
+def literal_message(text: str) -> str:
+    """A message that may quote what a person typed or a file held (an error naming a session, a file, a
+    reviewer) as Markdown that shows it literally: :func:`literal_markdown` of it, its lines kept, every other
+    invisible or reordering character written as its escape."""
+    return literal_markdown(visible(text.replace("\r\n", "\n"), lines=True))
+
+
+def chart_text(text: str) -> str:
+    """A name or an id as a Plotly chart shows it literally (an axis label, a hover): Plotly reads a subset of
+    HTML in its texts (``<b>``, ``<br>``, ``<a href>``), so ``&``, ``<`` and ``>`` are written as entities,
+    which it shows as the characters; invisible and reordering characters are escaped (:func:`visible`)."""
+    return html.escape(visible(text), quote=False)
 
 
 def plural(n: int, word: str) -> str:

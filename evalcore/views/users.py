@@ -9,8 +9,9 @@ from evalcore.signin import minute, user_state
 from evalcore.store.access import ROLES, Action, Role, User
 from evalcore.store.users import LOCAL
 from evalcore.views.table import column
+from evalcore.views.text import visible
 
-__all__ = ["PAGES", "ROLE_NOTES", "UserRow", "pages_for", "role_table", "user_rows"]
+__all__ = ["PAGES", "ROLE_NOTES", "UserRow", "pages_for", "role_table", "user_choice", "user_rows"]
 
 #: The app's pages, each with the action a person's role must allow for the page to be theirs (None: anyone's).
 PAGES: dict[str, Action | None] = {
@@ -51,12 +52,17 @@ def user_rows(users: Sequence[User]) -> list[UserRow]:
     """``users`` as table rows."""
     return [
         UserRow(
-            u.id, u.name, u.email or "", u.role, user_state(u),
-            "" if u.iss == LOCAL else (u.provider or ("any" if not u.signed_in_yet else "")),
+            u.id, visible(u.name), visible(u.email or ""), u.role, user_state(u),
+            "" if u.iss == LOCAL else visible(u.provider or ("any" if not u.signed_in_yet else "")),
             minute(u.last_seen_at), minute(u.created_at),
         )
         for u in users
     ]  # fmt: skip
+
+
+def user_choice(user: User) -> str:
+    """A user as a choice of the Users page: ``Ann Lee (ann@example.com) · reviewer · disabled``."""
+    return visible(f"{user.label} · {user.role}" + (" · disabled" if user.disabled else ""))
 
 
 def role_table() -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from app_server import CHROMIUM, browser, settle, shot
-from e2e_ui import Server, start_server
+from e2e_ui import Server, on_loopback, start_server
 from playwright.sync_api import expect
 
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -58,20 +58,26 @@ def new_page(chrome: Any, server: Server, request: pytest.FixtureRequest) -> Ite
     """Open a page in a fresh browser context (its own cookies and Streamlit session: another reviewer).
 
     A failed test leaves a screenshot of each of its pages in tests/e2e/artifacts/; any traceback the
-    server logged during the test fails it (the app shows a short message and logs the details).
+    server logged during the test fails it (the app shows a short message and logs the details), and so does
+    any request the pages made to a host other than 127.0.0.1 (the app loads nothing from elsewhere: no font, no
+    icon, no image). ``open_page.requests`` holds every URL the test's pages asked for, from their first load.
     """
     contexts: list[Any] = []
     log_start = len(server.log_text())
+    requests: list[str] = []
 
     def open_page(path: str = "/") -> Any:
         context = chrome.new_context(viewport=VIEWPORT)
         context.set_default_timeout(20_000)
+        context.on("request", lambda r: requests.append(r.url))
         contexts.append(context)
         page = context.new_page()
+        page.on("websocket", lambda ws: requests.append(ws.url))
         page.goto(server.url + path)
         settle(page)
         return page
 
+    open_page.requests = requests  # type: ignore[attr-defined]
     yield open_page
     try:
         if request.node.stash.get(_FAILED, False):
@@ -84,3 +90,6 @@ def new_page(chrome: Any, server: Server, request: pytest.FixtureRequest) -> Ite
     logged = server.log_text()[log_start:]
     if "Traceback" in logged:
         pytest.fail(f"the server logged an error during the test:\n{logged[-4000:]}", pytrace=False)
+    elsewhere = sorted({url for url in requests if not on_loopback(url)})
+    if elsewhere:
+        pytest.fail(f"the pages asked a host other than 127.0.0.1 for {elsewhere}", pytrace=False)

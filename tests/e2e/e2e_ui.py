@@ -16,7 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from app_server import settle, streamlit_server
 from dbutil import query
@@ -81,6 +81,13 @@ def start_server(tmp_path_factory: Any, *, samples: Path | None = None, db: str 
     log = folder / "streamlit.log"
     with streamlit_server(where, samples=samples, log=log, folder=folder) as url:
         yield Server(url, where, log, folder)
+
+
+def on_loopback(url: str) -> bool:
+    """Whether a request stays on this machine: to 127.0.0.1 (the app, a test's own servers), or inline
+    (``data:``, ``blob:``, ``about:``)."""
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname == "127.0.0.1"
 
 
 def ragas_lines() -> list[str]:

@@ -9,13 +9,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from evalcore.identity import session_label
+from evalcore import identity
 from evalcore.store.labels import Verdict
 from evalcore.store.records import Edit
 from evalcore.store.runs import SessionScore
 from evalcore.views.review.transcript import TranscriptView
 from evalcore.views.review.weights import WeightsExplanation, format_number
 from evalcore.views.table import column
+from evalcore.views.text import visible
 
 __all__ = [
     "HistoryRow",
@@ -30,6 +31,14 @@ __all__ = [
     "verdict_rows",
     "weight_rows",
 ]
+
+
+def session_label(ref: str) -> str:
+    """What a reviewer calls a session (``evalcore.identity.session_label``: its id, ``id · assistant``, or its file
+    and place), as shown: every invisible or reordering character in it written as its escape (``\\u202e``),
+    so an id reading ``gnp<U+202E>exe.png`` never shows as ``gnpgnp.exe`` and an id of zero-width spaces never
+    as nothing. Plain text: put it in Markdown through ``escape_inline``."""
+    return visible(identity.session_label(ref))
 
 
 def short(value: Any, limit: int = 120) -> str:
@@ -104,14 +113,16 @@ class HistoryRow:
 def history_rows(edits: list[Edit]) -> list[HistoryRow]:
     """The history, newest first: who changed what from what to what, when and why."""
     return [
-        HistoryRow(e.id, e.at[:16].replace("T", " "), e.author, e.where, short(e.new), short(e.old), e.reason or "")
+        HistoryRow(
+            e.id, e.at[:16].replace("T", " "), visible(e.author), e.where, short(e.new), short(e.old), e.reason or ""
+        )
         for e in reversed(edits)
     ]
 
 
 def edit_label(edit: Edit) -> str:
-    """An edit as an option of "restore to": ``#12 · reference · by ann · 2026-11-23 08:02``."""
-    return f"#{edit.id} · {edit.where} · by {edit.author} · {edit.at[:16].replace('T', ' ')}"
+    """An edit as an option of "restore to": ``#12 · reference · by ann · 2026-11-23 08:02`` (plain text)."""
+    return f"#{edit.id} · {visible(edit.where)} · by {visible(edit.author)} · {edit.at[:16].replace('T', ' ')}"
 
 
 @dataclass(frozen=True)
@@ -126,4 +137,4 @@ class VerdictRow:
 
 def verdict_rows(verdicts: list[Verdict]) -> list[VerdictRow]:
     """Other reviewers' verdicts."""
-    return [VerdictRow(v.author, v.name, v.value, v.at[:16].replace("T", " ")) for v in verdicts]
+    return [VerdictRow(visible(v.author), visible(v.name), v.value, v.at[:16].replace("T", " ")) for v in verdicts]

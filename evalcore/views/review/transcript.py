@@ -2,9 +2,11 @@
 
 :func:`transcript` does all the work the Review page needs before it draws anything: it
 cuts the conversation into turns, pairs every tool call with its result (by call id, else
-in order, as :func:`~evalcore.schema.link_tool_results` does: over the whole conversation,
-so a result is never shown twice nor lost), pretty-prints arguments and JSON results, and
-flags long outputs so the page can fold them. The page then only renders.
+in order, as :func:`~evalcore.schema.tool_links` does: over the whole conversation, so a
+result is never shown twice nor lost; parallel calls sharing an id get their results in the
+order given, and are marked; a result naming no call stays on its own, marked too),
+pretty-prints arguments and JSON results, and flags long outputs so the page can fold them.
+The page then only renders.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any, Literal
 import orjson
 
 from evalcore.formats._blocks import TEXT_TYPES, image_url_of, media_of
-from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, link_tool_results
+from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, tool_links
+from evalcore.schema.session import Unlinked
+from evalcore.views.text import code_span, visible
 
 __all__ = [
     "LONG_CHARS",
@@ -78,7 +82,9 @@ class CallView:
 
     ``args_text`` is the arguments as indented JSON. ``result_text`` is the result's text,
     pretty-printed when it is a JSON object or array (``result_is_json``); empty when the call
-    got no result (``result`` is ``None``).
+    got no result (``result`` is ``None``). ``shared_by``: how many parallel calls of the turn have
+    this call's id (0 when none other has it): their results are paired with them in the order the
+    results come, which the id alone cannot tell.
     """
 
     call: ToolCall
@@ -90,12 +96,24 @@ class CallView:
     result_text: str
     result_is_json: bool
     result_is_long: bool
+    shared_by: int = 0
     kind: Literal["call"] = "call"
 
     @property
     def has_result(self) -> bool:
         """Whether a tool message answered the call."""
         return self.result is not None
+
+    @property
+    def shared_note(self) -> str | None:
+        """Markdown saying the call's id is ambiguous (``None`` when it is not)."""
+        if not self.shared_by:
+            return None
+        return (
+            f":material/warning: ambiguous: {self.shared_by} parallel calls have the id "
+            f"{code_span(visible(self.id or ''))}; each is shown with a result of that id in the order the results "
+            "came"
+        )
 
 
 #: Embedded images up to this size (decoded) are shown; a larger one is named, not loaded.
@@ -118,7 +136,9 @@ class MessageView:
     a system message inside the conversation, or a tool message no call claimed (``kind="tool"``).
 
     ``images`` are its image blocks; ``extra_blocks`` the other blocks that hold no text (files, audio, ...),
-    kept as given.
+    kept as given. ``unlinked`` (a tool message only): why no call claims it — ``"unknown"``: its
+    ``tool_call_id`` names no call of the conversation; ``"answered"``: the calls of that id all have their
+    result already; ``"unclaimed"``: it names no call and none was waiting.
     """
 
     kind: Literal["assistant", "system", "tool"]
@@ -128,6 +148,19 @@ class MessageView:
     is_long: bool
     extra_blocks: tuple[dict[str, Any], ...] = ()
     images: tuple[ImageView, ...] = ()
+    unlinked: Unlinked | None = None
+
+    @property
+    def unlinked_note(self) -> str:
+        """Markdown saying what a tool result no call claims is the result of, and why it stands alone."""
+        call_id = self.message.tool_call_id
+        name = self.message.name
+        tool = f" · tool {code_span(visible(name))}" if name else ""
+        if self.unlinked == "unknown" and call_id:
+            return f":material/link_off: result of an unknown call {code_span(visible(call_id))}{tool}"
+        if self.unlinked == "answered" and call_id:
+            return f":material/link_off: another result of call {code_span(visible(call_id))}, which has one{tool}"
+        return f":material/link_off: result of {code_span(visible(name or 'a tool'))} (no call claims it)"
 
 
 #: One entry of a turn or of the preamble, in conversation order; ``item.kind`` tells which
@@ -232,7 +265,9 @@ def _is_text_block(block: dict[str, Any]) -> bool:
     return block.get("type", "text") in TEXT_TYPES and isinstance(block.get("text", block.get("refusal")), str)
 
 
-def _message_view(message: Message, kind: Literal["assistant", "system", "tool"]) -> MessageView:
+def _message_view(
+    message: Message, kind: Literal["assistant", "system", "tool"], unlinked: Unlinked | None = None
+) -> MessageView:
     text = message.text
     images, others = attachments(message)
     return MessageView(
@@ -243,10 +278,11 @@ def _message_view(message: Message, kind: Literal["assistant", "system", "tool"]
         is_long=is_long(text),
         extra_blocks=others,
         images=images,
+        unlinked=unlinked,
     )
 
 
-def _call_view(call: ToolCall, result: Message | None) -> CallView:
+def _call_view(call: ToolCall, result: Message | None, shared_by: int = 0) -> CallView:
     args_text = pretty_json(call.args)
     result_text = ""
     pretty = None
@@ -265,20 +301,32 @@ def _call_view(call: ToolCall, result: Message | None) -> CallView:
         result_text=result_text,
         result_is_json=pretty is not None,
         result_is_long=is_long(result_text),
+        shared_by=shared_by,
     )
 
 
-def _items(messages: list[Message], results: dict[int, Message | None], claimed: set[int]) -> list[Item]:
+@dataclass(frozen=True)
+class _Links:
+    """What ``tool_links`` said, keyed for laying out messages: ``id()`` of a call -> its result, and of a
+    message -> why no call claims it; ``shared``: ``id()`` of a call -> how many parallel calls share its id."""
+
+    results: dict[int, Message | None]
+    unlinked: dict[int, Unlinked]
+    shared: dict[int, int]
+
+
+def _items(messages: list[Message], links: _Links) -> list[Item]:
     items: list[Item] = []
     for message in messages:
         role = message.role
         if role == "assistant":
             items.append(_message_view(message, "assistant"))
             for call in message.calls:
-                items.append(_call_view(call, results.get(id(call))))
+                items.append(_call_view(call, links.results.get(id(call)), links.shared.get(id(call), 0)))
         elif role == "tool":
-            if id(message) not in claimed:
-                items.append(_message_view(message, "tool"))
+            why = links.unlinked.get(id(message))
+            if why is not None:
+                items.append(_message_view(message, "tool", why))
         elif role == "system":
             items.append(_message_view(message, "system"))
         # (a user message always opens a turn: never one of these)
@@ -287,12 +335,16 @@ def _items(messages: list[Message], results: dict[int, Message | None], claimed:
 
 def transcript(session: Session) -> TranscriptView:
     """Lay ``session`` out for reading: the preamble, then each turn with its calls paired to their results."""
-    pairs = link_tool_results(session.messages)
-    results: dict[int, Message | None] = {id(call): result for call, result in pairs}
-    claimed = {id(result) for _call, result in pairs if result is not None}
+    found = tool_links(session.messages)
+    pairs = found.pairs
+    links = _Links(
+        {id(call): result for call, result in pairs},
+        {id(session.messages[i]): why for i, why in found.unlinked.items()},
+        found.shared,
+    )
     turns: list[TurnView] = []
     for turn in session.turns():
-        items = _items(turn.messages[1:], results, claimed)
+        items = _items(turn.messages[1:], links)
         calls = [item for item in items if isinstance(item, CallView)]
         user_images, user_blocks = attachments(turn.messages[0])
         turns.append(
@@ -308,7 +360,7 @@ def transcript(session: Session) -> TranscriptView:
                 user_blocks=user_blocks,
             )
         )
-    preamble = _items(session.preamble(), results, claimed)
+    preamble = _items(session.preamble(), links)
     missing = sum(1 for _call, result in pairs if result is None)
     return TranscriptView(
         preamble=preamble,
