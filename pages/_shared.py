@@ -188,7 +188,8 @@ def who_am_i() -> None:
                     server_store().users.rename(me, name)
                     st.rerun()
         return
-    with st.popover(f"You: {me.name}", icon=":material/badge:", type="tertiary"), st.form("rename_me", border=False):
+    you = st.popover(f"You: {literal_name(me.name)}", icon=":material/badge:", type="tertiary")  # (a label is Markdown)
+    with you, st.form("rename_me", border=False):
         name = st.text_input("Your name", value=me.name, help="Put on every change you make from now on.")
         if st.form_submit_button("Save name"):
             with saving("Your name"):

@@ -194,9 +194,23 @@ _USERS = [
     "ALTER TABLE runs ADD COLUMN created_by_id BIGINT REFERENCES users(id)",
 ]  # fmt: skip
 
+# A page is sorted by a column, then by id: SQLite's indexes end with the rowid and give that order as they are;
+# PostgreSQL's need the id named, and the NULL order the query names (``queries._order``).
+_SORTED = {"status": "status", "n_turns": "n_turns", "n_tool_calls": "n_tool_calls", "updated_at": "updated_at",
+           "assistant_id": "assistant_id NULLS FIRST", "session_id": "session_id NULLS FIRST"}  # fmt: skip
+_SORT_INDEXES = [
+    statement
+    for column, ordered in _SORTED.items()
+    for statement in (
+        f"DROP INDEX IF EXISTS idx_sessions_{column}",
+        f"CREATE INDEX idx_sessions_{column} ON sessions (dataset_id, {ordered}, id)",
+    )
+]
+
 #: Every migration, in the order they apply: (name, statements).
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0001_initial", _INITIAL),
     ("0002_jobs_owner", ["ALTER TABLE jobs ADD COLUMN owner TEXT"]),  # as SQLite's 0011
     ("0003_users", _USERS),  # as SQLite's 0012
+    ("0004_sort_indexes", _SORT_INDEXES),  # (PostgreSQL only)
 ]

@@ -145,8 +145,17 @@ class Neighbours:
     next: int | None
 
 
+#: The sort columns that may hold NULL (the others are NOT NULL).
+_NULLABLE = {"s.session_id", "s.assistant_id", "sc.value"}
+
+
 def _order(column: str, direction: str) -> str:
-    """``column`` in ``direction`` with NULLs first ascending and last descending (SQLite's order, said)."""
+    """``column`` in ``direction`` with NULLs first ascending and last descending (SQLite's order, said). A NOT NULL
+    column is left without the clause: PostgreSQL's planner does not know it holds no NULL, and an order naming
+    ``NULLS FIRST`` ascending does not match its plain index, which it would then not use (a scan and a sort of
+    the whole dataset for every page)."""
+    if column not in _NULLABLE:
+        return f"{column} {direction}"
     return f"{column} {direction} NULLS {'FIRST' if direction == 'ASC' else 'LAST'}"
 
 

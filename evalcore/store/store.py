@@ -202,16 +202,22 @@ class Store:
         role is read again from the database first: a user disabled or lowered while they work is refused at once."""
         from evalcore.store.access import require
 
+        from evalcore.store.users import LOCAL
+
         user = self.user
-        if user.id:
+        if user.iss == LOCAL:  # (its row may have gone with a transaction rolled back since: read it again)
+            self._user = user = self.users.local()
+        elif user.id:
             self._user = user = self.users.get(user.id)
         require(user, action, what)
 
     def author(self, conn: Conn) -> tuple[str, int]:
         """The name and id a change made now is signed with (inside its transaction: the local user gets its row
         the first time it changes something)."""
+        from evalcore.store.users import LOCAL
+
         user = self.user
-        if user.id == 0:
+        if user.iss == LOCAL:  # its row, made in this transaction if it has none (a rolled-back one took it away)
             self._user = user = self.users.local_row(conn)
         return user.name, user.id
 

@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from evalcore.store.engine import Conn
     from evalcore.store.store import Store
 
-__all__ = ["LOCAL", "Users"]
+__all__ = ["LOCAL", "MAX_NAME", "Users"]
 
+#: The longest display name (a provider's longer one is cut to it).
+MAX_NAME = 200
 #: The ``iss`` and ``sub`` of the machine's local user.
 LOCAL = "local"
 _COLUMNS = "id, name, role, email, iss, sub, disabled, created_at, last_seen_at, provider"
@@ -121,8 +123,8 @@ class Users:
         name = " ".join(name.split())
         if not name:
             raise UsageError("a name cannot be empty")
-        if len(name) > 100:
-            raise UsageError("a name has at most 100 characters")
+        if len(name) > MAX_NAME:
+            raise UsageError(f"a name has at most {MAX_NAME} characters")
         acting = self._store.user
         if acting.id != user.id or (user.iss == LOCAL and acting.iss != LOCAL):
             self._store.require("manage_users", f"rename {user.label}")
@@ -154,7 +156,7 @@ class Users:
         if iss == LOCAL:
             raise PermissionDeniedError("that identity is the machine's own: ask an admin")
         stamp = now()
-        shown = " ".join((name or email or sub).split())[:100] or sub
+        shown = " ".join((name or email or sub).split())[:MAX_NAME] or sub
         with self._engine.write() as conn:
             self._engine.lock_users(conn)
             row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE iss = ? AND sub = ?", [iss, sub]).fetchone()
