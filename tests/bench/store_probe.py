@@ -18,7 +18,8 @@ Actions (``JSON`` holds their arguments, or ``@FILE`` names a file holding them)
 - ``setup``: statuses, assistants and tags of every session (``review``: lists in file order) by SQL, then
   ``set_status`` through the API on every ``every``-th session, each timed; on PostgreSQL then ``VACUUM
   ANALYZE`` (what autovacuum does soon after such a change), so that every run plans on the same statistics.
-- ``browse``: for each of ``queries`` one untimed page (returned, to be checked) then ``runs`` timed pages.
+- ``browse``: each of ``queries`` once untimed (the page returned, to be checked), then ``runs`` timed passes over
+  all of them.
 - ``reviewer``: one simulated reviewer: prints ``READY``, waits for a line on standard input, then for
   ``seconds`` repeatedly opens a page of 50, reads one of its sessions and saves a change to its reference
   (retrying on ``ConflictError``), with no pause (``pace`` 0) or starting a round every ``pace`` seconds; the
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import json
 import os
 import random
@@ -69,7 +71,7 @@ class Api:
             self.new = True
             self._open: Callable[[str], Any] = open_store
         except ImportError:  # the API before open_store: Store(path), free functions, Store methods
-            from evalcore.store import Store, import_file  # type: ignore[attr-defined,no-redef]
+            from evalcore.store import Store, import_file  # type: ignore[no-redef]
             from evalcore.store.queries import SessionFilter
 
             export_dataset = importlib.import_module("evalcore.store.exports").export_dataset  # (gone since)
@@ -99,6 +101,15 @@ class Api:
         """What holds the session operations: ``store.sessions``, or the store itself before."""
         return self.store.sessions if self.new else self.store
 
+    def writer(self, name: str) -> tuple[Any, dict[str, Any]]:
+        """The session operations of a change made by ``name``, and the arguments naming them: ``author=`` where
+        a save takes it, else (with sign-in's users) the store used by the user ``name``."""
+        sessions = self.sessions()
+        if "author" in inspect.signature(sessions.save).parameters:
+            return sessions, {"author": name}
+        user = self.store.users.ensure(iss="bench", sub=name, name=name, role="reviewer")
+        return self.store.as_user(user).sessions, {}
+
     def browse(self, dataset: str, filters: dict[str, Any], **kwargs: Any) -> Any:
         f = self.SessionFilter(**filters)
         if self.new:
@@ -109,7 +120,8 @@ class Api:
 
     def write(self) -> AbstractContextManager[Any]:
         """A transaction's connection (``?`` placeholders on either engine): the bench sets rows up by SQL."""
-        return self.store._engine.write() if self.new else self.store.write()
+        writing: AbstractContextManager[Any] = self.store._engine.write() if self.new else self.store.write()
+        return writing
 
     @contextmanager
     def autocommit(self) -> Iterator[Any]:
@@ -187,32 +199,35 @@ def do_setup(api: Api, args: dict[str, Any]) -> None:
             conn.execute("VACUUM ANALYZE")
         vacuum_seconds = time.perf_counter() - start
     set_status_ms = []
+    sessions, by = api.writer("bench")
     for i in range(0, len(pks), args["every"]):
-        version = api.sessions().get(pks[i]).version
+        version = sessions.get(pks[i]).version
         start = time.perf_counter()
-        api.sessions().set_status(pks[i], args["new_status"][str(i)], base_version=version, author="bench")
+        sessions.set_status(pks[i], args["new_status"][str(i)], base_version=version, **by)
         set_status_ms.append((time.perf_counter() - start) * 1000)
     result(sql_seconds=sql_seconds, vacuum_seconds=vacuum_seconds, set_status_ms=set_status_ms)
 
 
 def do_browse(api: Api, args: dict[str, Any]) -> None:
+    """Every page once untimed (returned, to be checked), then ``runs`` passes over all of them, timed: a moment of
+    the machine's other work falls on every page alike, not on the runs of one."""
     api.open()
+
+    def run(q: dict[str, Any]) -> Any:
+        return api.browse(
+            args["dataset"], q["filters"], sort=q["sort"], descending=q["descending"], limit=50, offset=q["offset"]
+        )
+
     out = []
     for q in args["queries"]:
-
-        def run(q: dict[str, Any] = q) -> Any:
-            return api.browse(
-                args["dataset"], q["filters"], sort=q["sort"], descending=q["descending"], limit=50, offset=q["offset"]
-            )
-
-        page = run()
+        page = run(q)
         items = [[s.pk, s.status, s.n_turns, s.n_tool_calls, s.updated_at] for s in page.items]
-        times = []
-        for _ in range(args["runs"]):
+        out.append({"total": page.total, "items": items, "times": []})
+    for _ in range(args["runs"]):
+        for q, found in zip(args["queries"], out, strict=True):
             start = time.perf_counter()
-            run()
-            times.append((time.perf_counter() - start) * 1000)
-        out.append({"total": page.total, "items": items, "times": times})
+            run(q)
+            found["times"].append((time.perf_counter() - start) * 1000)
     result(queries=out)
 
 
@@ -227,7 +242,7 @@ def do_reviewer(api: Api, args: dict[str, Any]) -> None:
     print("READY", flush=True)
     if not sys.stdin.readline():
         return
-    sessions = api.sessions()
+    sessions, by = api.writer(author)
     page_ms: list[float] = []
     get_ms: list[float] = []
     save_ms: list[float] = []
@@ -257,7 +272,7 @@ def do_reviewer(api: Api, args: dict[str, Any]) -> None:
             change = {"reference": f"Checked by {author}, change {saved + 1} ({rng.random():.6f})."}
             start = time.perf_counter()
             try:
-                sessions.save(pk, change, base_version=stored.version, author=author)
+                sessions.save(pk, change, base_version=stored.version, **by)
             except api.ConflictError:
                 save_ms.append((time.perf_counter() - start) * 1000)
                 conflicts += 1
