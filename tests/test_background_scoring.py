@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dbutil import query
+from dbutil import as_user, query
 from openai_server import FakeOpenAI
 
 from evalcore.background import cancel, cancel_requested, job_run, resume_run, start_import, start_scoring, wait_for
@@ -103,7 +103,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
         live = progress_view(other, other.jobs.get(job_id), job_run(other, job_id))
         assert live.status == "running" and live.active and live.run_id is not None
         assert re.fullmatch(r"Scoring: \d+ of 40 sessions", live.message) and live.items == 40
-        cancel(other, job_id)
+        cancel(as_user(other, "bob"), job_id)
         assert cancel_requested(other, job_id)
     job = wait_for(store, job_id)
     assert (job.status, job.error, job.cancel_by) == ("cancelled", "cancelled by bob", "bob")

@@ -27,6 +27,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     template_db_fixture,
     texts,
 )
+from dbutil import as_user
 from solver_server import Reply, ScriptedOpenAI
 
 from evalcore import background
@@ -126,7 +127,7 @@ def test_cancel_of_a_solver_job_acts_within_a_second(tmp_path: Path, task: str, 
         time.sleep(1.0)  # well into the first samples (each would take MAX_SECONDS, or 30 s)
         assert store.jobs.get(job_id).status == "running"
         asked = time.monotonic()
-        background.cancel(store, job_id)
+        background.cancel(as_user(store, "ann"), job_id)
         status = _wait(store, job_id)
         took = time.monotonic() - asked
         server.release.set()

@@ -18,7 +18,7 @@ from dbutil import as_user, own_connection, query
 from formats_util import sessions_of, write_jsonl
 from sqlite_utils import Database
 
-from evalcore.errors import ConflictError, NotFoundError, UsageError
+from evalcore.errors import ConflictError, NotFoundError, PermissionDeniedError, UsageError
 from evalcore.importing import import_file, import_stream
 from evalcore.schema import STATUSES
 from evalcore.scoring import score_dataset
@@ -595,10 +595,10 @@ def test_bulk_status_and_tags_on_chosen_sessions(store: Store, tmp_path: Path) -
         as_user(store, "bob").sessions.tag_many(pks, add=[" ", ""], remove=[])
     with pytest.raises(UsageError, match="name a tag"):
         as_user(store, "bob").sessions.tag_many(pks)
-    with pytest.raises(UsageError, match="author"):
-        as_user(store, "").sessions.set_status_many(pks, "approved")
-    with pytest.raises(UsageError, match="author"):
-        as_user(store, "").sessions.tag_many(pks, add=["t"])
+    with pytest.raises(PermissionDeniedError, match="viewer"):
+        as_user(store, "vic", "viewer").sessions.set_status_many(pks, "approved")
+    with pytest.raises(PermissionDeniedError, match="viewer"):
+        as_user(store, "vic", "viewer").sessions.tag_many(pks, add=["t"])
     assert as_user(store, "bob").sessions.set_status_many([], "approved") == 0
     assert as_user(store, "bob").sessions.set_status_many([999999], "approved") == 0
     assert store.sessions.get(pks[0]).version == 5
@@ -808,8 +808,8 @@ def test_verdicts_set_replace_withdraw(store: Store, tmp_path: Path) -> None:
     for name, value in bad:
         with pytest.raises(UsageError):
             as_user(store, "ann").labels.set_verdict(a, name, value)
-    with pytest.raises(UsageError, match="author"):
-        as_user(store, "").labels.set_verdict(a, LABEL, 1)
+    with pytest.raises(PermissionDeniedError, match="viewer"):
+        as_user(store, "vic", "viewer").labels.set_verdict(a, LABEL, 1)
     with pytest.raises(NotFoundError):
         as_user(store, "ann").labels.set_verdict(999999, LABEL, 1)
     with pytest.raises(NotFoundError):
