@@ -14,6 +14,7 @@ Every message is written to be shown to a reviewer as it is::
     │   ├── ConflictError         a save based on a stale version: names who changed what
     │   ├── SchemaVersionError    the database is newer than this evalcore
     │   ├── PermissionDeniedError the acting user's role does not allow the change
+    │   ├── OverlapReachedError   an item of a queue has all the submissions it needs
     │   └── DatabaseFaultError    the database failed: full disk, read-only, locked, damaged, unreachable, lost
     └── WorkerError               a worker process (``--workers``) stopped without finishing its work
 
@@ -35,6 +36,7 @@ __all__ = [
     "EvalcoreError",
     "FormatDetectionError",
     "NotFoundError",
+    "OverlapReachedError",
     "PermissionDeniedError",
     "RecordError",
     "RegistryError",
@@ -99,6 +101,11 @@ class ConflictError(StoreError):
     def __init__(self, message: str, current_version: int) -> None:
         self.current_version = current_version
         super().__init__(message)
+
+
+class OverlapReachedError(StoreError):
+    """An item of a queue has all the submissions its overlap asks for: one more is refused (the answers stay
+    drafts)."""
 
 
 class SchemaVersionError(StoreError):

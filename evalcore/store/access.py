@@ -9,7 +9,7 @@ a button a page hides is never the only thing standing between a viewer and a ch
 |---|---|
 | ``viewer`` | read everything, change nothing |
 | ``reviewer`` | what a viewer may, and review: ground truth, status, tags, verdicts, comments |
-| ``admin`` | what a reviewer may, and import, score, solve, export, rename and delete datasets, manage users |
+| ``admin`` | what a reviewer may, and settle answers into gold, import, score, solve, export, manage datasets, users |
 | ``owner`` | everything, owners and admins included; the first user of a store is one |
 """
 
@@ -26,10 +26,13 @@ Role = Literal["viewer", "reviewer", "admin", "owner"]
 ROLES: tuple[Role, ...] = get_args(Role)
 _RANK = {role: rank for rank, role in enumerate(ROLES)}
 
-Action = Literal["review", "import", "score", "export", "manage_datasets", "manage_users", "manage_owners"]
+Action = Literal[
+    "review", "adjudicate", "import", "score", "export", "manage_datasets", "manage_users", "manage_owners"
+]
 #: The least role each action needs.
 ACTIONS: dict[Action, Role] = {
     "review": "reviewer",
+    "adjudicate": "admin",
     "import": "admin",
     "score": "admin",
     "export": "admin",

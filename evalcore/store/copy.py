@@ -1,7 +1,8 @@
 """``evalcore db copy SRC DST``: a whole store moved to another database, between engines or on one.
 
 Every table is copied row for row with its ids (datasets, sessions, their tags and full edit history, comments,
-verdicts, runs, scores, the judge cache, jobs, the database's notes), so that links, history and runs stay
+verdicts, the labeling programmes' questions, answers, gold and queues, runs, scores, the judge cache, jobs, the
+database's notes), so that links, history and runs stay
 whole and an export of any dataset is byte for byte the same from either side. The search index is made anew
 for the destination's engine. The whole copy is one transaction of the destination: it is there entirely, or
 (interrupted, failed) not at all.
@@ -41,7 +42,7 @@ def _table(name: str, key: str, columns: str) -> _Table:
 #: PostgreSQL-only ``search_tsv`` is generated from ``search_text``).
 TABLES: tuple[_Table, ...] = (
     _table("users", "id", "id iss sub email name role disabled provider created_at created_by last_seen_at"),
-    _table("datasets", "id", "id name description created_at last_import_at last_import_source"),
+    _table("datasets", "id", "id name description created_at last_import_at last_import_source guidelines"),
     _table(
         "sessions", "id",
         "id dataset_id key session_id assistant_id title status status_by status_at tags n_turns n_messages "
@@ -52,6 +53,27 @@ TABLES: tuple[_Table, ...] = (
     _table("edits", "id", "id session_pk turn field old new author at reason version author_id"),
     _table("comments", "id", "id session_pk turn author body at author_id"),
     _table("verdicts", "id", "id session_pk author name value at author_id"),
+    _table(
+        "questions", "id",
+        "id dataset_id name level kind help spec required position version retired created_at updated_at created_by_id",
+    ),
+    _table("question_versions", "question_id version", "question_id version definition at by_id"),
+    _table(
+        "answers", "id",
+        "id session_pk turn question_id user_id author value question_version submitted_at draft draft_version "
+        "updated_at",
+    ),
+    _table("submissions", "session_pk user_id", "session_pk user_id author queue_id at"),
+    _table("gold", "id", "id session_pk turn question_id value question_version note author author_id at"),
+    _table(
+        "queues", "id",
+        "id dataset_id name filters min_reviews lease_seconds blind created_at updated_at created_by_id",
+    ),
+    _table("queue_members", "queue_id user_id", "queue_id user_id"),
+    _table("queue_items", "queue_id session_pk", "queue_id session_pk position"),
+    _table("queue_leases", "queue_id session_pk user_id", "queue_id session_pk user_id expires_at"),
+    _table("queue_skips", "queue_id session_pk user_id", "queue_id session_pk user_id at"),
+    _table("drafts", "session_pk user_id field turn", "session_pk user_id field turn value base_version at"),
     _table(
         "runs", "id",
         "id dataset_id metrics params judge_model judge_base_url status started_at finished_at n_items n_done "

@@ -155,7 +155,8 @@ class Datasets:
         return new
 
     def delete(self, name: str, *, confirm: str) -> int:
-        """Delete dataset ``name`` with its sessions, history, comments, verdicts, runs and scores, in one
+        """Delete dataset ``name`` with its sessions, history, comments, verdicts, questions, answers, queues, runs and
+        scores, in one
         transaction. ``confirm`` must repeat the name. Returns how many sessions were deleted."""
         if confirm != name:
             raise UsageError(f"type the dataset's name ({name!r}) to delete it")
@@ -172,8 +173,17 @@ class Datasets:
             mine = "SELECT id FROM sessions WHERE dataset_id = ?"
             # (A run scores only its dataset's sessions: its scores are all a session has.)
             conn.execute("DELETE FROM scores WHERE run_id IN (SELECT id FROM runs WHERE dataset_id = ?)", [dataset_id])
-            for table in ("edits", "comments", "verdicts", "session_tags"):
+            queues = "SELECT id FROM queues WHERE dataset_id = ?"
+            for table in ("queue_items", "queue_leases", "queue_skips", "queue_members"):
+                conn.execute(f"DELETE FROM {table} WHERE queue_id IN ({queues})", [dataset_id])
+            conn.execute("DELETE FROM queues WHERE dataset_id = ?", [dataset_id])
+            for table in ("edits", "comments", "verdicts", "session_tags", "answers", "submissions", "gold", "drafts"):
                 conn.execute(f"DELETE FROM {table} WHERE session_pk IN ({mine})", [dataset_id])
+            conn.execute(
+                "DELETE FROM question_versions WHERE question_id IN (SELECT id FROM questions WHERE dataset_id = ?)",
+                [dataset_id],
+            )
+            conn.execute("DELETE FROM questions WHERE dataset_id = ?", [dataset_id])
             conn.execute("DELETE FROM runs WHERE dataset_id = ?", [dataset_id])
             n = conn.execute("DELETE FROM sessions WHERE dataset_id = ?", [dataset_id]).rowcount
             conn.execute("DELETE FROM jobs WHERE dataset = ?", [name])

@@ -8,6 +8,8 @@ the rows it deletes), sort indexes with SQLite's order of NULLs (first), and ful
 
 from __future__ import annotations
 
+from evalcore.store.migrations import LABELING_TABLES
+
 __all__ = ["MIGRATIONS"]
 
 _INITIAL = [
@@ -213,4 +215,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0002_jobs_owner", ["ALTER TABLE jobs ADD COLUMN owner TEXT"]),  # as SQLite's 0011
     ("0003_users", _USERS),  # as SQLite's 0012
     ("0004_sort_indexes", _SORT_INDEXES),  # (PostgreSQL only)
+    ("0006_labeling", list(LABELING_TABLES)),  # as SQLite's 0014
 ]

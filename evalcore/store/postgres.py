@@ -431,7 +431,21 @@ class PostgresEngine(Engine):
         return "(SELECT unnest(CAST(? AS bigint[])))", [ids]
 
     def after_copy(self, conn: Conn) -> None:
-        for table in ("users", "datasets", "sessions", "edits", "comments", "verdicts", "runs", "scores", "jobs"):
+        for table in (
+            "users",
+            "datasets",
+            "sessions",
+            "edits",
+            "comments",
+            "verdicts",
+            "runs",
+            "scores",
+            "jobs",
+            "questions",
+            "answers",
+            "gold",
+            "queues",
+        ):
             conn.execute(
                 f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce(max(id), 1), max(id) IS NOT NULL) "
                 f"FROM {table}"

@@ -160,10 +160,14 @@ class Store:
         self._repositories()
 
     def _repositories(self) -> None:
+        from evalcore.store.answers import Answers
         from evalcore.store.cache import JudgeCacheTable
         from evalcore.store.datasets import Datasets
+        from evalcore.store.drafts import Drafts
         from evalcore.store.jobs import Jobs
         from evalcore.store.labels import Labels
+        from evalcore.store.questions import Questions
+        from evalcore.store.queues import Queues
         from evalcore.store.runs import Runs
         from evalcore.store.sessions import Sessions
         from evalcore.store.users import Users
@@ -174,6 +178,10 @@ class Store:
         self.runs: Runs = Runs(self)
         self.jobs: Jobs = Jobs(self)
         self.labels: Labels = Labels(self)
+        self.questions: Questions = Questions(self)
+        self.answers: Answers = Answers(self)
+        self.queues: Queues = Queues(self)
+        self.drafts: Drafts = Drafts(self)
         self.cache: JudgeCacheTable = JudgeCacheTable(self)
         self.meta = Meta(self)
 
@@ -201,7 +209,6 @@ class Store:
         """A ``PermissionDeniedError`` unless the store's user may ``action`` (``what``: the change, in words). Their
         role is read again from the database first: a user disabled or lowered while they work is refused at once."""
         from evalcore.store.access import require
-
         from evalcore.store.users import LOCAL
 
         user = self.user
