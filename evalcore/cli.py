@@ -167,6 +167,13 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--max-score", type=_number(float), metavar="X")
     exp.add_argument("--db", default=None, type=_text, help=db_help)
 
+    labels = sub.add_parser("export-labels", help="export what people answered on a dataset, and the gold")
+    labels.add_argument("--dataset", required=True, type=_name, metavar="NAME")
+    labels.add_argument(
+        "-o", "--output", required=True, type=_text, metavar="OUT", help="output file (.csv for CSV, else JSON Lines)"
+    )
+    labels.add_argument("--db", default=None, type=_text, help=db_help)
+
     score = sub.add_parser("score", help="score a dataset with metrics; every score saved under a run")
     score.add_argument("--dataset", required=True, type=_name, metavar="NAME")
     score.add_argument(
@@ -380,7 +387,7 @@ def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
     commands: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "convert": _convert, "validate": _validate, "import": _import, "export": _export, "score": _score,
-        "solve": _solve, "app": _app, "db": _db, "users": _users,
+        "solve": _solve, "app": _app, "db": _db, "users": _users, "export-labels": _export_labels,
     }  # fmt: skip
     try:
         return commands[args.command](args, err)
@@ -598,6 +605,22 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     manifest = f"manifest {report.manifest}" if report.manifest else "no manifest (the output is not a file)"
     _say(
         f"{report.count} sessions of {args.dataset!r} written to {visible(str(report.path))} ({report.format}); "
+        f"{visible(manifest)}",
+        err,
+    )
+    return 0
+
+
+def _export_labels(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.label_export import export_labels
+    from evalcore.store import open_store
+
+    _not_the_store(args.output, args.db)
+    with open_store(args.db) as store:
+        report = export_labels(store, args.dataset, args.output)
+    manifest = f"manifest {report.manifest}" if report.manifest else "no manifest (the output is not a file)"
+    _say(
+        f"{report.count} answers and gold of {args.dataset!r} written to {visible(str(report.path))}; "
         f"{visible(manifest)}",
         err,
     )

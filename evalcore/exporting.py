@@ -57,6 +57,7 @@ __all__ = [
     "iter_sessions",
     "manifest_bytes",
     "manifest_path",
+    "write_with_manifest",
     "score_records",
     "scores_csv",
     "scores_jsonl",
@@ -257,26 +258,35 @@ def export_dataset(
     export = ExportStream(
         store, dataset, to, filters, array=Path(path).suffix.lower() == ".json", on_progress=on_progress
     )  # checks the dataset, the format and the run before any file is made
+    where, sha256 = write_with_manifest(path, export.write_to, lambda: manifest_bytes(export, Path(path).name))
+    return ExportReport(dataset, to, str(path), where, export.count, sha256)
+
+
+def write_with_manifest(
+    path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any], manifest: Callable[[], bytes]
+) -> tuple[str | None, str]:
+    """Write an export to ``path`` (``write`` gets the file) and its manifest beside it (``manifest()``, asked once
+    the data is written): both appear together or not at all (see the module's docstring); a stream gets no
+    manifest. Returns where the manifest went (None: nowhere) and the data's SHA-256."""
     outputs: list[PendingOutput] = []
     try:
         data = PendingOutput(path)
         outputs.append(data)
-        manifest = None
+        pending = None
         if not data.target.stream:
-            manifest = PendingOutput(manifest_path(path))
-            outputs.append(manifest)
-            if manifest.target.path == data.target.path:
+            pending = PendingOutput(manifest_path(path))
+            outputs.append(pending)
+            if pending.target.path == data.target.path:
                 raise UsageError(f"{path} and its manifest {manifest_path(path)} are the same file")
-        export.write_to(data.file.buffer)
+        write(data.file.buffer)
         data.close()
-        if manifest is not None:
-            manifest.file.buffer.write(manifest_bytes(export, Path(path).name))
+        if pending is not None:
+            pending.file.buffer.write(manifest())
         publish(*outputs)  # the manifest last: present only beside the data it describes
     finally:
         for out in outputs:
             out.discard()
-    where = str(manifest_path(path)) if manifest is not None else None
-    return ExportReport(dataset, to, str(path), where, export.count, data.sha256)
+    return (str(manifest_path(path)) if pending is not None else None), data.sha256
 
 
 def check_export(path: str | os.PathLike[str]) -> str | None:

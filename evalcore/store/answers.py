@@ -14,6 +14,7 @@ when: what agreement with the judges and every export take as the truth.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -315,3 +316,25 @@ class Answers:
                 [dataset_id],
             ).fetchall()
         return [_gold(r) for r in rows]
+
+    # -- for an export -------------------------------------------------------------------------------
+
+    def label_rows(self, dataset: str) -> Iterator[tuple[Any, ...]]:
+        """Every submitted answer, then the gold, of the dataset's sessions as rows ``(session_id, assistant_id, turn,
+        question, value, user, status, at, question_version)`` — ``status`` ``submitted`` or ``gold``, ``turn``
+        None for a session's question — by session (in import order), question (in its order), turn, status and
+        person."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                "SELECT coalesce(s.session_id, s.key), s.assistant_id, x.turn, q.name, x.value, x.author, x.status, "
+                "x.at, x.version FROM (SELECT session_pk, turn, question_id, value, author, 'submitted' AS status, "
+                "submitted_at AS at, question_version AS version FROM answers WHERE value IS NOT NULL "
+                "UNION ALL SELECT session_pk, turn, question_id, value, author, 'gold', at, question_version "
+                "FROM gold) AS x JOIN sessions s ON s.id = x.session_pk JOIN questions q ON q.id = x.question_id "
+                "WHERE s.dataset_id = ? ORDER BY s.position, s.id, q.position, q.id, x.turn, x.status DESC, x.author",
+                [dataset_id],
+            ).fetchall()
+        for ref, assistant, turn, question, value, author, status, at, version in rows:
+            yield (ref, assistant, None if turn == SESSION else int(turn), question, json.loads(value), author, status,
+                   at, int(version))  # fmt: skip
