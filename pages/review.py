@@ -21,6 +21,7 @@ from evalcore.views.review.fields import (
     turn_changes,
     turn_form_values,
 )
+from evalcore.views.review.questions import QuestionForm, questions_view
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import transcript
 from evalcore.views.review.weights import explain_weights, format_number
@@ -207,9 +208,19 @@ with st.container():
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
 talk_column, panel = st.columns([5, 6], gap="medium")
+asked = bool(store.questions.of(dataset))  # the dataset's own questions take the place of the verdicts
 with panel:
     tabs = st.tabs(
-        ["Truth", "Calls & rubrics", "Weights", "Verdict", "Scores", "Diff", "History", "Comments"],
+        [
+            "Truth",
+            "Calls & rubrics",
+            "Weights",
+            "Questions" if asked else "Verdict",
+            "Scores",
+            "Diff",
+            "History",
+            "Comments",
+        ],  # fmt: skip
         key="review_tab",
         on_change="rerun",
     )
@@ -322,8 +333,73 @@ with tabs[2]:
             },
         )
 
+
+def answer_changed(question_id: int, widget: str) -> None:
+    """Keep what was chosen or typed as a draft; a refusal is said under the question."""
+    try:
+        store.answers.save_draft(pk, question_id, st.session_state.get(widget))
+        st.session_state.pop(f"q-error-{question_id}", None)
+    except EvalcoreError as exc:
+        st.session_state[f"q-error-{question_id}"] = str(exc)
+
+
+def submit_answers() -> None:
+    try:
+        store.answers.submit(pk)
+        st.session_state["q-submitted"] = ("success", "Your answers are submitted.")
+    except EvalcoreError as exc:
+        st.session_state["q-submitted"] = ("error", str(exc))
+
+
+def question_widget(form: QuestionForm) -> None:
+    q, widget = form.question, f"q-{form.question.id}-{key}"
+    common: dict[str, Any] = {
+        "key": widget, "on_change": answer_changed, "args": (q.id, widget), "disabled": author is None,
+        "help": literal_markdown(q.help) if q.help else None,
+    }  # fmt: skip
+    label = literal_markdown(form.label) + (" · *draft*" if form.draft else "")
+    if form.widget == "buttons":
+        st.segmented_control(label, form.options, default=form.value,
+                             format_func=lambda o: form.captions.get(o, str(o)), **common)  # fmt: skip
+    elif form.widget == "select":
+        at = form.options.index(form.value) if form.value in form.options else None
+        st.selectbox(label, form.options, index=at, format_func=lambda o: form.captions.get(o, str(o)), **common)
+    elif form.widget == "pills":
+        st.pills(label, form.options, selection_mode="multi", default=form.value or [], **common)
+    elif form.widget == "multiselect":
+        st.multiselect(label, form.options, default=form.value or [], **common)
+    elif form.widget == "number":
+        st.number_input(label, value=form.value, **common)
+    else:
+        st.text_area(label, value=form.value or "", height=90, **common)
+    refused = st.session_state.get(f"q-error-{q.id}")
+    if refused:
+        st.error(literal_message(refused), icon=":material/error:")
+
+
 with tabs[3]:
-    if tabs[3].open:
+    if tabs[3].open and asked:
+        qv = questions_view(store, dataset, pk)
+        if qv.guidelines:
+            with st.expander("Guidelines", icon=":material/menu_book:"):
+                st.markdown(qv.guidelines)  # (Markdown without HTML: Streamlit shows no raw HTML)
+        for question_form in qv.forms:
+            question_widget(question_form)
+        if qv.turn_questions:
+            st.caption("Asked of each turn (answered in Python for now): " + literal_name(", ".join(qv.turn_questions)))
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.button("Submit answers", key="submit_answers", type="primary", icon=":material/send:",
+                      on_click=submit_answers, disabled=author is None or not qv.can_submit)  # fmt: skip
+            st.caption(qv.state)
+        outcome = st.session_state.pop("q-submitted", None)
+        if outcome is not None:
+            (st.success if outcome[0] == "success" else st.error)(literal_message(outcome[1]))
+        if qv.others:
+            st.caption("Other people's answers")
+            _shared.table(qv.others)
+        elif qv.hidden:
+            st.caption(f"{plural(qv.hidden, 'answer')} of other people hidden: a queue of this dataset is blind.")
+    elif tabs[3].open:
         mine = {v.name: v.value for v in store.labels.verdicts(pk) if v.author == author}
         others = [v for v in store.labels.verdicts(pk) if v.author != author]
 

@@ -1,0 +1,118 @@
+"""The Review page's Questions tab, worked out: the dataset's guidelines, each question of the session as its widget
+shows it (with the person's draft, else what they submitted), where their answers stand, and the others' answers
+(none in blind mode, except to an adjudicator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evalcore.store.answers import Answer
+from evalcore.store.questions import Question
+from evalcore.store.store import Store
+from evalcore.views.text import visible
+
+__all__ = ["AnswerRow", "QuestionForm", "QuestionsView", "answer_text", "questions_view"]
+
+#: Up to this many options a choice is one row of buttons; beyond it, a list to pick from.
+BUTTONS = 6
+
+
+@dataclass(frozen=True)
+class QuestionForm:
+    """One session-level question as its widget shows it."""
+
+    question: Question
+    label: str  # the name, with `` *`` when it must be answered (plain text: the page shows it literally)
+    widget: str  # buttons | pills | select | multiselect | number | text
+    options: list[Any]  # what may be chosen (ratings: the points of the scale)
+    captions: dict[Any, str]  # a caption of some options (a rating's named points: "1 · poor")
+    value: Any  # what the widget shows: the draft, else what was submitted, else None
+    draft: bool  # ``value`` is a draft not submitted yet
+
+
+@dataclass(frozen=True)
+class AnswerRow:
+    """Another person's submitted answer, as the table lists it."""
+
+    question: str
+    person: str
+    answer: str
+    at: str
+
+
+@dataclass(frozen=True)
+class QuestionsView:
+    guidelines: str
+    forms: list[QuestionForm]
+    turn_questions: list[str]  # the per-turn questions' names (asked on each turn)
+    state: str  # where the person's answers stand, in words
+    can_submit: bool  # they have something to submit
+    others: list[AnswerRow]
+    hidden: int  # how many others' answers blind mode hides
+
+
+def _widget(question: Question) -> tuple[str, list[Any], dict[Any, str]]:
+    spec = question.spec
+    if question.kind == "choice":
+        return ("buttons" if len(spec["options"]) <= BUTTONS else "select"), list(spec["options"]), {}
+    if question.kind == "multi":
+        return ("pills" if len(spec["options"]) <= BUTTONS * 2 else "multiselect"), list(spec["options"]), {}
+    if question.kind == "rating":
+        points = list(range(spec["min"], spec["max"] + 1))
+        captions = {int(p): f"{p} · {label}" for p, label in spec.get("labels", {}).items()}
+        return ("buttons" if len(points) <= 11 else "select"), points, captions
+    return ("number" if question.kind == "number" else "text"), [], {}
+
+
+def answer_text(value: Any) -> str:
+    """An answer as one line of text."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "(none)"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
+    """The Questions tab of session ``pk`` for the store's user."""
+    questions = store.questions.of(dataset)
+    mine = {(a.question_id, a.turn): a for a in store.answers.mine(pk)}
+    forms: list[QuestionForm] = []
+    for q in questions:
+        if q.level != "session":
+            continue
+        widget, options, captions = _widget(q)
+        answer: Answer | None = mine.get((q.id, None))
+        forms.append(QuestionForm(
+            q, q.name + (" *" if q.required else ""), widget, options, captions,
+            None if answer is None else answer.current, answer is not None and answer.draft is not None,
+        ))  # fmt: skip
+    me = store.user
+    submitted = [s for s in store.answers.submissions(pk) if s.user_id == me.id]
+    drafts = sum(1 for a in mine.values() if a.draft is not None)
+    if submitted:
+        when = submitted[0].at[:16].replace("T", " ")
+        state = f"Submitted {when} UTC" + (f"; {drafts} change{'s' if drafts != 1 else ''} not submitted" if drafts
+                                           else "")  # fmt: skip
+    elif drafts:
+        state = f"Draft: {drafts} answer{'s' if drafts != 1 else ''}, kept as you go; not submitted yet"
+    else:
+        state = "Not answered yet"
+    names = {q.id: q.name for q in store.questions.of(dataset, retired=True)}
+    blind = any(queue.blind for queue in store.queues.of(dataset)) and not me.can("adjudicate")
+    others = [a for a in store.answers.of_session(pk) if a.user_id != me.id]
+    rows = [] if blind else [
+        AnswerRow(visible(names.get(a.question_id, "?") + ("" if a.turn is None else f" (turn {a.turn + 1})")),
+                  visible(a.author), visible(answer_text(a.value)), (a.submitted_at or "")[:16].replace("T", " "))
+        for a in others
+    ]  # fmt: skip
+    return QuestionsView(
+        guidelines=store.questions.guidelines(dataset),
+        forms=forms,
+        turn_questions=[q.name for q in questions if q.level == "turn"],
+        state=state,
+        can_submit=bool(mine) and (drafts > 0 or not submitted),
+        others=rows,
+        hidden=len(others) if blind else 0,
+    )

@@ -1,0 +1,114 @@
+"""Review's Questions tab (AppTest): a dataset's own questions in place of the verdicts, drafts kept as they are
+chosen, a submission refused while a required question is unanswered (said under the button), the guidelines, and
+other people's answers — hidden while a queue of the dataset is blind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from apptest_util import (  # noqa: F401 (fixtures)
+    app,
+    by_prefix,
+    db_fixture,
+    navigation_v2_fixture,
+    open_page,
+    person,
+    plain_texts,
+    run,
+    store_fixture,
+    template_db_fixture,
+    texts,
+)
+from dbutil import as_user
+from streamlit.testing.v1 import AppTest
+
+from evalcore.store import Store
+from evalcore.store.questions import QuestionDef
+
+
+def _questions(store: Store) -> dict[str, int]:
+    admin = as_user(store, "ada", "admin")
+    made = [
+        admin.questions.define("review", QuestionDef("Resolved?", "choice", options=("yes", "no"), required=True,
+                                                     help="Did the user get what they asked for?")),
+        admin.questions.define("review", QuestionDef("Issues", "multi", options=("tone", "wrong tool"))),
+        admin.questions.define("review", QuestionDef("Quality", "rating", labels={"1": "poor", "5": "great"})),
+        admin.questions.define("review", QuestionDef("Why", "text")),
+        admin.questions.define("review", QuestionDef("Per turn", "text", level="turn")),
+    ]  # fmt: skip
+    admin.questions.set_guidelines("review", "## Labeling\n\nA session is *resolved* when the order was found.")
+    return {q.name: q.id for q in made}
+
+
+def _questions_tab(reviewer: str) -> AppTest:
+    at = app(dataset="review", session="r-tools")
+    person(at, reviewer)
+    at = open_page(run(at), "review")
+    at.session_state["review_tab"] = "Questions"
+    return run(at)
+
+
+def test_answers_are_drafts_until_submitted(db: Path, store: Store) -> None:
+    ids = _questions(store)
+    pk = store.sessions.find("review", "r-tools")
+    at = _questions_tab("ann")
+    assert "Guidelines" in [e.label for e in at.expander]
+    assert any("A session is *resolved* when" in m for m in texts(at, "markdown"))
+    assert [b.label for b in at.segmented_control] == ["Resolved\\? \\*", "Quality"]
+    assert at.segmented_control[1].options == ["1 · poor", "2", "3", "4", "5 · great"]
+    assert "Per turn" in " ".join(texts(at, "caption"))
+    assert at.button(key="submit_answers").disabled  # nothing to submit yet
+
+    at.segmented_control[1].set_value(4)
+    run(at)
+    ann = store.as_user(store.users.find("ann"))
+    assert [(a.question_id, a.draft, a.submitted) for a in ann.answers.mine(pk)] == [(ids["Quality"], 4, False)]
+    assert "Quality · *draft*" in [b.label for b in at.segmented_control]
+    assert any(c.startswith("Draft: 1 answer") for c in texts(at, "caption"))
+
+    at.button(key="submit_answers").click()
+    run(at)
+    assert any("answer the required question 'Resolved?' before submitting" in e for e in plain_texts(at, "error"))
+    assert store.answers.submissions(pk) == []
+
+    at.segmented_control[0].set_value("yes")
+    by_prefix(at.pills, f"q-{ids['Issues']}-").set_value(["wrong tool"])
+    by_prefix(at.text_area, f"q-{ids['Why']}-").input("<b>found</b> it")
+    run(at)
+    at.button(key="submit_answers").click()
+    run(at)
+    assert "Your answers are submitted." in plain_texts(at, "success")
+    assert [(a.question_id, a.value) for a in store.answers.of_session(pk)] == [
+        (ids["Resolved?"], "yes"), (ids["Issues"], ["wrong tool"]), (ids["Quality"], 4), (ids["Why"], "<b>found</b> it")
+    ]  # fmt: skip
+    assert any(c.startswith("Submitted ") for c in texts(at, "caption"))
+
+    # Bob sees Ann's answers (as text) beside his own empty form; a blind queue hides them from him, not from an admin.
+    bob = _questions_tab("bob")
+    assert bob.segmented_control[0].value is None
+    table = bob.dataframe[0].value
+    assert set(zip(table["question"], table["person"], table["answer"], strict=True)) == {
+        ("Resolved?", "ann", "yes"), ("Issues", "ann", "wrong tool"), ("Quality", "ann", "4"),
+        ("Why", "ann", "<b>found</b> it"),
+    }  # fmt: skip
+    as_user(store, "ada", "admin").queues.create("review", "blind pass", blind=True, min_reviews=2)
+    bob = _questions_tab("bob")
+    assert not bob.dataframe and any("4 answers of other people hidden" in c for c in texts(bob, "caption"))
+    assert _questions_tab("ada").dataframe  # an adjudicator sees them
+
+
+def test_a_viewer_sees_the_questions_but_cannot_answer(db: Path, store: Store) -> None:
+    _questions(store)
+    at = app(dataset="review", session="r-tools")
+    person(at, "vic", "viewer")
+    at = open_page(run(at), "review")
+    at.session_state["review_tab"] = "Questions"
+    run(at)
+    assert all(w.disabled for w in at.segmented_control) and at.button(key="submit_answers").disabled
+
+
+def test_without_questions_the_verdicts_stay(db: Path) -> None:
+    at = _questions_tab("ann")  # (no question defined: the tab is still the verdicts')
+    at.session_state["review_tab"] = "Verdict"
+    run(at)
+    assert by_prefix(at.segmented_control, "v-label-")
