@@ -42,6 +42,7 @@ _shared.PAGES.update(
     datasets=st.Page("pages/datasets.py", title="Datasets", icon=":material/database:", default=True),
     sessions=st.Page("pages/sessions.py", title="Sessions", icon=":material/table_rows:", url_path="sessions"),
     review=st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+    labeling=st.Page("pages/labeling.py", title="Labeling", icon=":material/checklist:", url_path="labeling"),
     metrics=st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
     dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
     export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
@@ -54,7 +55,7 @@ navigation = st.navigation(
     {
         section: [_shared.PAGES[k] for k in keys if k in allowed]
         for section, keys in (
-            ("Review", ("datasets", "sessions", "review")),
+            ("Review", ("datasets", "sessions", "review", "labeling")),
             ("Scores", ("metrics", "dashboard", "export")),
             ("Solver", ("simulate",)),
             ("Team", ("users",)),

@@ -146,6 +146,62 @@ st.caption(
         ]
     )
 )
+in_queue = None
+if (asked_queue := st.query_params.get("queue", "")).isdigit():
+    try:
+        in_queue = store.queues.get(int(asked_queue))
+    except NotFoundError:
+        st.query_params.pop("queue", None)
+
+
+def queue_next(queue_id: int) -> None:
+    """Open the next item of the queue for this person (or say there is none)."""
+    try:
+        target = store.queues.next(queue_id)
+    except EvalcoreError as exc:
+        st.session_state["queue_notice"] = ("error", str(exc))
+        return
+    if target is None:
+        st.session_state["queue_notice"] = ("success", "Nothing is left for you in this queue: thank you.")
+    else:
+        go_to(target)
+
+
+def queue_submit(queue_id: int) -> None:
+    try:
+        store.answers.submit(pk, queue_id=queue_id)
+    except EvalcoreError as exc:
+        st.session_state["queue_notice"] = ("error", f"Not submitted: {exc}")
+        return
+    queue_next(queue_id)
+
+
+def queue_skip(queue_id: int) -> None:
+    try:
+        store.queues.skip(queue_id, pk)
+    except EvalcoreError as exc:
+        st.session_state["queue_notice"] = ("error", f"Not skipped: {exc}")
+        return
+    queue_next(queue_id)
+
+
+if in_queue is not None:
+    with st.container(border=True, key="queue_bar"):
+        spot = store.queues.place(in_queue.id, pk)
+        where = (f"item {spot[0]:,} of {spot[1]:,} · you have submitted {spot[2]:,}" if spot
+                 else "this session is not one of its items")  # fmt: skip
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown(f"**Queue {literal_name(in_queue.name)}** · {where}")
+            off = author is None or spot is None
+            st.button("Submit & next", key="queue_submit", type="primary", icon=":material/send:",
+                      on_click=queue_submit, args=(in_queue.id,), disabled=off)  # fmt: skip
+            st.button("Skip", key="queue_skip", icon=":material/skip_next:", on_click=queue_skip, args=(in_queue.id,),
+                      disabled=off, help="Not for me: the queue does not hand it to me again")  # fmt: skip
+            st.page_link(_shared.PAGES["labeling"], label="Leave the queue", icon=":material/logout:")
+        notice = st.session_state.pop("queue_notice", None)
+        if notice is not None:
+            (st.success if notice[0] == "success" else st.error)(literal_message(notice[1]))
+
 with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button(
         "Approve & next", type="primary", shortcut=S["approve_next"][1], key="approve_next", icon=":material/done_all:",

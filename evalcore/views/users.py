@@ -18,6 +18,7 @@ PAGES: dict[str, Action | None] = {
     "datasets": None,
     "sessions": None,
     "review": None,
+    "labeling": None,
     "metrics": None,
     "dashboard": None,
     "export": "export",
@@ -28,8 +29,8 @@ PAGES: dict[str, Action | None] = {
 #: What each role may do, in a sentence (the Users page's legend, the README's table).
 ROLE_NOTES: dict[Role, str] = {
     "viewer": "reads everything, changes nothing",
-    "reviewer": "reviews: ground truth, status, tags, verdicts, comments",
-    "admin": "imports, scores, solves, exports, renames and deletes datasets, manages users",
+    "reviewer": "reviews: ground truth, status, tags, verdicts, answers to questions, comments",
+    "admin": "imports, scores, solves, exports, manages datasets, questions, queues and users, settles gold",
     "owner": "everything; makes and unmakes owners and admins",
 }
 

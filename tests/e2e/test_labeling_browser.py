@@ -1,0 +1,101 @@
+"""A labeling programme in headless Chromium: two signed-in reviewers, each in a browser of their own, work one queue
+with overlap 2 through Labeling and Review's queue bar; the questions, the guidelines and the queue are the admin's.
+Screenshots: the Labeling page as an admin sees it, Review's Questions tab in a queue."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from app_server import settle, shot, streamlit_server
+from e2e_ui import Server, ragas_lines
+from idp import Provider, provider, write_secrets
+from playwright.sync_api import Page, expect
+from test_signin_browser import button, sign_in
+
+from evalcore.store import open_store
+from evalcore.store.questions import QuestionDef
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def idp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Provider]:
+    with provider(tmp_path_factory.mktemp("idp") / "idp.log") as running:
+        for sub, name in (("ada", "Ada"), ("bob", "Bob"), ("cy", "Cy")):
+            running.person(sub, email=f"{sub}@corp.com", name=name)
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(idp: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("labeling")
+    write_secrets(folder, {"default": idp})
+    db = folder / "team.db"
+    log = folder / "streamlit.log"
+    with streamlit_server(db, log=log, folder=folder) as url:
+        running = Server(url.replace("127.0.0.1", "localhost"), db, log, folder)
+        running.import_sessions("support", ragas_lines()[:3], "support.jsonl")
+        yield running
+
+
+def _answer_and_submit(page: Page, item: int) -> None:
+    expect(page.get_by_text(f"item {item} of 3")).to_be_visible()
+    page.get_by_role("tab", name="Questions").click()
+    page.get_by_role("radio", name="yes", exact=True).click()
+    expect(page.get_by_text("Resolved? * · draft")).to_be_visible()
+    button(page, "Submit & next").click()
+    settle(page)
+
+
+def test_two_reviewers_work_one_queue_with_overlap_two(server: Server, idp: Provider, chrome: Any) -> None:
+    ada = sign_in(chrome, server, idp, "ada")  # the first to sign in owns the store
+    with open_store(server.db) as store:
+        owner = store.as_user(store.users.find("ada@corp.com"))
+        owner.users.add("bob@corp.com", "reviewer")
+        owner.users.add("cy@corp.com", "reviewer")
+        owner.questions.define("support", QuestionDef("Resolved?", "choice", options=("yes", "no"), required=True,
+                                                      help="Did the user get what they came for?"))  # fmt: skip
+        owner.questions.define("support", QuestionDef("Quality", "rating", labels={"1": "poor", "5": "great"}))
+        owner.questions.set_guidelines("support", "**Resolved** means the user's goal was met in this session.")
+        queue = owner.queues.create("support", "first pass", min_reviews=2)
+
+    ada.goto(server.url + "/labeling?dataset=support")
+    settle(ada)
+    expect(ada.get_by_role("heading", name="Labeling")).to_be_visible()
+    expect(ada.get_by_test_id("stDataFrame").first).to_be_visible()
+    shot(ada, "labeling-admin")
+
+    bob = sign_in(chrome, server, idp, "bob")
+    cy = sign_in(chrome, server, idp, "cy")
+    for page in (bob, cy):
+        page.goto(server.url + "/labeling?dataset=support")
+        settle(page)
+    button(bob, "Start labeling").click()
+    settle(bob)
+    expect(bob.get_by_text("item 1 of 3 · you have submitted 0")).to_be_visible()
+    button(cy, "Start labeling").click()
+    settle(cy)
+    expect(cy.get_by_text("item 1 of 3 · you have submitted 0")).to_be_visible()  # overlap 2: both on the first
+
+    bob.get_by_role("tab", name="Questions").click()
+    expect(bob.get_by_role("tabpanel", name="Questions").get_by_text("Guidelines")).to_be_visible()
+    bob.get_by_role("radio", name="yes", exact=True).click()
+    expect(bob.get_by_text("Resolved? * · draft")).to_be_visible()
+    settle(bob)
+    shot(bob, "review-questions")
+    button(bob, "Submit & next").click()
+    settle(bob)
+    _answer_and_submit(bob, 2)
+    _answer_and_submit(cy, 1)
+    _answer_and_submit(cy, 2)
+    _answer_and_submit(bob, 3)
+    _answer_and_submit(cy, 3)
+    expect(cy.get_by_text("Nothing is left for you in this queue: thank you.")).to_be_visible()
+
+    with open_store(server.db) as store:
+        items = store.queues.items(queue.id)
+        assert [sorted(s.author for s in store.answers.submissions(pk)) for pk in items] == [["Bob", "Cy"]] * 3
+        assert store.queues.progress(queue.id).complete == 3
+    assert "Traceback" not in server.log_text()
