@@ -201,7 +201,6 @@ class Store:
         """A ``PermissionDeniedError`` unless the store's user may ``action`` (``what``: the change, in words). Their
         role is read again from the database first: a user disabled or lowered while they work is refused at once."""
         from evalcore.store.access import require
-
         from evalcore.store.users import LOCAL
 
         user = self.user
