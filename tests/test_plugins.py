@@ -45,9 +45,10 @@ def pip_install(source: Path, target: Path) -> Path:
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = pip_install(PLUGIN_PKG, tmp_path_factory.mktemp("plugin") / "site")
     [dist_info] = site.glob("evalcore_answer_mentions-*.dist-info")
-    assert "[evalcore.metrics]\nanswer_mentions = evalcore_answer_mentions:AnswerMentions" in (
-        dist_info / "entry_points.txt"
-    ).read_text()
+    assert (
+        "[evalcore.metrics]\nanswer_mentions = evalcore_answer_mentions:AnswerMentions"
+        in (dist_info / "entry_points.txt").read_text()
+    )
     return site
 
 
@@ -108,8 +109,8 @@ def test_an_installed_plugin_is_listed_and_scored_like_a_built_in(plugin_site: P
     assert proc.returncode == 0, proc.stderr
     rows = listed(proc)
     assert set(rows) == set(listed(without)) | {"answer_mentions"}
-    assert "deterministic" in rows["answer_mentions"] and "(plug-in: evalcore_answer_mentions)" in rows["answer_mentions"]
-    assert rows["answer_mentions"].endswith("; needs answer")
+    row = rows["answer_mentions"]
+    assert "deterministic" in row and "(plug-in: evalcore_answer_mentions)" in row and row.endswith("; needs answer")
 
     db = answers_db(tmp_path)
     scored = cli(
@@ -282,9 +283,7 @@ def test_the_metrics_page_lists_an_installed_plugin_and_names_a_broken_one(
     database in the environment it inherits)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(map(str, [plugin_site, broken_site, ROOT, ROOT / "tests"]))
-    proc = subprocess.run(
-        [sys.executable, "-c", _PAGE], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
-    )
+    proc = subprocess.run([sys.executable, "-c", _PAGE], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     shown = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "answer_mentions" in shown["deterministic"] and "tool_call_f1" in shown["deterministic"]
