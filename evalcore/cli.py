@@ -313,6 +313,7 @@ def _parser() -> argparse.ArgumentParser:
     app.add_argument(
         "--address", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; 0.0.0.0 to share)"
     )
+    _plugin_option(app)
     app.add_argument(
         "--insecure-no-auth", action="store_true",
         help="serve another address than loopback with no sign-in configured: anyone who reaches it edits as you",
@@ -568,6 +569,12 @@ def _app(args: argparse.Namespace, err: TextIO) -> int:
             _say(f"evalcore: error: {warning}, or pass --insecure-no-auth to go on anyway", err)
             return EXIT_USAGE
         _say(f"evalcore: warning: {warning}", err)
+    if args.plugin:
+        from evalcore.metrics import load_metric_plugin
+
+        for plugin in args.plugin:
+            load_metric_plugin(plugin)  # a broken one is named now (exit 2), before the server starts
+        config.set_plugins([*config.plugins(), *args.plugin])  # the app's process loads them (EVALCORE_PLUGINS)
     return _run_app(args.db, port=args.port, address=args.address)
 
 

@@ -9,7 +9,8 @@ A name is registered once: registering a second entry under a taken name is refu
 
 Plug-ins. A registry with an entry-point ``group`` (metrics: ``evalcore.metrics``) also holds what the installed
 distributions declare in that group, loaded after the built-ins: on a listing, or on a lookup of a name no
-built-in has. ``load`` loads one plug-in by hand (``--plugin MODULE``). A plug-in is ``module`` (whose import
+built-in has, with those ``also`` names (``(target, origin)``: metrics, ``$EVALCORE_PLUGINS``'s). ``load`` loads one
+plug-in by hand (``--plugin MODULE``). A plug-in is ``module`` (whose import
 registers its entries, with the registry's decorator) or ``module:attr`` (an entry the registry's ``adopt``
 registers). A plug-in that cannot be loaded is a ``PluginError`` naming it and why: raised by ``load``; for an
 entry point, kept in ``plugin_failures`` (the other entries stay usable) and named by a lookup that fails.
@@ -18,7 +19,7 @@ entry point, kept in ``plugin_failures`` (the other entries stay usable) and nam
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import import_module
 from types import ModuleType
 from typing import Any, Generic, TypeVar
@@ -40,11 +41,13 @@ class Registry(Generic[T]):
         *,
         group: str | None = None,
         adopt: Callable[[Any], object] | None = None,
+        also: Callable[[], Sequence[tuple[str, str]]] | None = None,
     ) -> None:
         self.kind = kind
         self.builtins = builtins
         self.group = group
         self.adopt = adopt
+        self.also = also
         #: Why each entry point of ``group`` that failed to load failed (one line each, naming it).
         self.plugin_failures: list[str] = []
         self._entries: dict[str, T] = {}
@@ -151,7 +154,8 @@ class Registry(Generic[T]):
         return self._entries
 
     def _plugins(self) -> None:
-        """Load the entry points of ``group`` (once): each failure is kept, named, in ``plugin_failures``."""
+        """Load the entry points of ``group``, then the plug-ins ``also`` names (once): each failure is kept, named,
+        in ``plugin_failures``."""
         if self._plugins_loaded:
             return
         with self._lock:
@@ -161,11 +165,14 @@ class Registry(Generic[T]):
             self._builtins()
             from importlib.metadata import entry_points
 
+            plugins = []
             for point in entry_points(group=self.group or ""):
                 dist = getattr(point.dist, "name", None)
-                origin = f"plug-in {point.name!r} (entry point {point.value!r}" + (f" of {dist})" if dist else ")")
+                of = f" of {dist}" if dist else ""
+                plugins.append((point.value, f"plug-in {point.name!r} (entry point {point.value!r}{of})"))
+            for target, origin in [*plugins, *(self.also() if self.also else ())]:
                 try:
-                    self.load(point.value, origin)
+                    self.load(target, origin)
                 except PluginError as exc:
                     self.plugin_failures.append(str(exc))
 

@@ -76,9 +76,16 @@ def broken_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return pip_install(package, folder / "site")
 
 
-def cli(*args: str, path: list[Path] = ()) -> subprocess.CompletedProcess[str]:  # type: ignore[assignment]
+def cli(
+    *args: str,
+    path: list[Path] = (),
+    plugins: str | None = None,  # type: ignore[assignment]
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in path)
+    env.pop("EVALCORE_PLUGINS", None)
+    if plugins is not None:
+        env["EVALCORE_PLUGINS"] = plugins
     return subprocess.run([EVALCORE, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
@@ -189,6 +196,37 @@ def test_plugin_option_loads_a_module_or_a_class(tmp_path: Path) -> None:
     assert {values[f"s{i}", "always_one"] for i in range(4)} == {1.0}
 
 
+MESSAGES = HEADER + textwrap.dedent("""
+    @register_metric
+    class Messages(Metric):
+        name: ClassVar[str] = "message_total"
+        description: ClassVar[str] = "how many messages the session has"
+
+        def score_session(self, session: Session) -> MetricResult:
+            return self.result(float(len(session.messages)))
+    """)
+
+
+def test_plugins_named_in_the_environment_are_loaded_and_a_broken_one_named(tmp_path: Path) -> None:
+    """``$EVALCORE_PLUGINS`` (which ``evalcore app --plugin`` sets for the app) names plug-ins as ``--plugin`` does;
+    a broken one is named, and the others still work."""
+    folder = write_module(tmp_path / "mods", "env_metrics", MESSAGES)
+    proc = cli("metrics", path=[folder], plugins="env_metrics")
+    assert proc.returncode == 0, proc.stderr
+    assert "(plug-in: env_metrics)" in listed(proc)["message_total"]
+    broken = cli("metrics", path=[folder], plugins="env_metrics, nowhere_to_be_found")
+    assert broken.returncode == 1 and "message_total" in listed(broken)
+    assert broken.stderr.startswith(
+        "evalcore: error: plug-in 'nowhere_to_be_found' (of EVALCORE_PLUGINS) failed to load: ModuleNotFoundError"
+    )
+
+
+def test_app_plugin_names_a_broken_plugin_before_the_server_starts(tmp_path: Path) -> None:
+    proc = cli("app", "--db", str(tmp_path / "x.db"), "--port", "1", "--plugin", "nowhere_to_be_found")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("evalcore: error: plug-in 'nowhere_to_be_found' failed to load: ModuleNotFound")
+
+
 BROKEN = {
     "raises": "raise RuntimeError('the plug-in broke on import')\n",
     "not_a_metric": "NotAMetric = 42\n",
@@ -277,18 +315,30 @@ print(json.dumps({
 
 
 def test_the_metrics_page_lists_an_installed_plugin_and_names_a_broken_one(
-    db: Path, plugin_site: Path, broken_site: Path
+    db: Path, plugin_site: Path, broken_site: Path, tmp_path: Path
 ) -> None:
-    """The Metrics page, run by AppTest in a process that has the two installed plug-ins (``db`` set the app's
-    database in the environment it inherits)."""
+    """The Metrics page, run by AppTest in a process that has the two installed plug-ins and one named in
+    ``$EVALCORE_PLUGINS``, as ``evalcore app --plugin`` names it (``db`` set the app's database in the environment
+    it inherits)."""
+    folder = write_module(tmp_path / "mods", "env_metrics", MESSAGES)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(map(str, [plugin_site, broken_site, ROOT, ROOT / "tests"]))
+    env["PYTHONPATH"] = os.pathsep.join(map(str, [plugin_site, broken_site, folder, ROOT, ROOT / "tests"]))
+    env["EVALCORE_PLUGINS"] = "env_metrics"
     proc = subprocess.run([sys.executable, "-c", _PAGE], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     shown = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert "answer_mentions" in shown["deterministic"] and "tool_call_f1" in shown["deterministic"]
+    assert {"answer_mentions", "message_total", "tool_call_f1"} <= set(shown["deterministic"])
     [error] = shown["errors"]
     assert error == (
         "plug-in 'broken_metric' (entry point 'evalcore_broken_metric:Broken' of evalcore-broken-metric) failed to "
         "load: ModuleNotFoundError: No module named 'a_module_nobody_installed'"
     )
+
+
+def test_the_readme_s_example_is_the_package_the_tests_install() -> None:
+    """The README's complete plug-in example is ``tests/data/plugin_pkg`` (so the example is what is tested)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("### Plug-in metrics", 1)[1]
+    toml = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert toml == (PLUGIN_PKG / "pyproject.toml").read_text()
+    assert code == (PLUGIN_PKG / "src" / "evalcore_answer_mentions" / "__init__.py").read_text()

@@ -361,7 +361,16 @@ def _adopt(entry: Any) -> object:
     return register_metric(entry)
 
 
-_REGISTRY: Registry[type[Metric]] = Registry("metric", BUILTIN_METRICS, group=PLUGIN_GROUP, adopt=_adopt)
+def _named_plugins() -> list[tuple[str, str]]:
+    """The plug-ins ``$EVALCORE_PLUGINS`` names (``evalcore app --plugin`` sets it for the app)."""
+    from evalcore import config
+
+    return [(target, f"plug-in {target!r} (of {config.PLUGINS})") for target in config.plugins()]
+
+
+_REGISTRY: Registry[type[Metric]] = Registry(
+    "metric", BUILTIN_METRICS, group=PLUGIN_GROUP, adopt=_adopt, also=_named_plugins
+)
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:
