@@ -104,13 +104,18 @@ def import_report(report: ImportReport) -> dict[str, Any]:
     return data
 
 
-def start_import(store: Store, data: bytes, name: str, dataset: str, *, fmt: str | None = None) -> int:
-    """Import the bytes of an uploaded file called ``name`` into ``dataset`` on a worker thread; returns the job id."""
+def start_import(
+    store: Store, data: bytes, name: str, dataset: str, *, fmt: str | None = None, assistant: str | None = None
+) -> int:
+    """Import the bytes of an uploaded file called ``name`` into ``dataset`` on a worker thread; returns the job id.
+    ``assistant``, when given, is every imported session's assistant (see ``import_stream``)."""
     label = f"import {Path(name).name or 'upload'}"
     job_id = store.jobs.create("import", dataset, label, total=len(data), unit="bytes")
 
     def work(worker: Store, report: _Reporter) -> dict[str, Any]:
-        result = import_stream(worker, io.BytesIO(data), name, dataset, fmt=fmt, size=len(data), on_progress=report)
+        result = import_stream(
+            worker, io.BytesIO(data), name, dataset, fmt=fmt, size=len(data), on_progress=report, assistant=assistant
+        )
         return import_report(result)
 
     return _start(store, job_id, work)

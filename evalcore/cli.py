@@ -72,6 +72,24 @@ def _workers_option(parser: argparse.ArgumentParser, what: str) -> None:
     )
 
 
+def _plugin_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plugin", action="append", default=[], type=_text, metavar="MODULE",
+        help="load metrics from this module (MODULE or MODULE:CLASS; repeatable), besides the installed plug-ins",
+    )  # fmt: skip
+
+
+def _floor(text: str) -> tuple[str, float]:
+    """A ``--fail-under METRIC=X`` (``evalcore.score_summary.parse_floor``)."""
+    from evalcore.score_summary import parse_floor
+
+    try:
+        floor = parse_floor(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--fail-under ")) from None
+    return floor.metric, floor.floor
+
+
 def _max_record_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-record-mb",
@@ -141,6 +159,10 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument(
         "--from", dest="source_format", choices=names, metavar="FORMAT", help="input format (default: detected)"
     )
+    imp.add_argument(
+        "--assistant", type=_assistant_name, metavar="NAME",
+        help="every session imported is this assistant's, whatever the file (or its name) says",
+    )  # fmt: skip
     _workers_option(imp, "processes reading a file over 4 MB while this one writes")
     _max_record_option(imp)
     imp.add_argument("--db", default=None, type=_text, help=db_help)
@@ -187,8 +209,19 @@ def _parser() -> argparse.ArgumentParser:
         help="one metric spec (repeatable; for values with commas)",
     )
     score.add_argument(
-        "--output", type=_text, metavar="OUT.jsonl", help="also write one JSON line per (session, metric)"
-    )
+        "--output", type=_text, metavar="OUT.jsonl",
+        help="also write one JSON line per (session, metric); - for standard output (the summary then goes to "
+        "standard error)",
+    )  # fmt: skip
+    score.add_argument(
+        "--fail-under", action="append", default=[], type=_floor, metavar="METRIC=X",
+        help="exit 1 when METRIC's mean is below X, or it applied to no session (repeatable)",
+    )  # fmt: skip
+    score.add_argument(
+        "--summary-json", type=_text, metavar="FILE",
+        help="write the per-metric summary as JSON (see the README's 'Scoring in CI'); - for standard output",
+    )  # fmt: skip
+    _plugin_option(score)
     score.add_argument(
         "--concurrency",
         type=_number(int, low=1, high=1024),
@@ -218,6 +251,9 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
     _workers_option(score, "processes scoring deterministic metrics")
     score.add_argument("--db", default=None, type=_text, help=db_help)
+
+    listed = sub.add_parser("metrics", help="list the metrics: built-in and plug-ins, with what each needs")
+    _plugin_option(listed)
 
     solve = sub.add_parser("solve", help="run a multi-turn solver task's samples against a model, into a dataset")
     solve.add_argument("task", metavar="TASK.yaml", help="a multi_turn_solver task file")
@@ -284,6 +320,7 @@ def _parser() -> argparse.ArgumentParser:
     app.add_argument(
         "--address", default="127.0.0.1", help="the address to listen on (default 127.0.0.1; 0.0.0.0 to share)"
     )
+    _plugin_option(app)
     app.add_argument(
         "--insecure-no-auth", action="store_true",
         help="serve another address than loopback with no sign-in configured: anyone who reaches it edits as you",
@@ -339,6 +376,13 @@ def _config_value(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
+def _assistant_name(text: str) -> str:
+    """An assistant's name: not empty, not only spaces."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"an assistant needs a name, got {text!r}")
+    return text
+
+
 def _name(text: str) -> str:
     """A dataset name: not empty, not only spaces."""
     if not text.strip():
@@ -387,7 +431,8 @@ def _main(args: argparse.Namespace) -> int:
     err = sys.stderr
     commands: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "convert": _convert, "validate": _validate, "import": _import, "export": _export, "score": _score,
-        "solve": _solve, "app": _app, "db": _db, "users": _users, "export-labels": _export_labels,
+        "solve": _solve, "app": _app, "db": _db, "users": _users, "metrics": _list_metrics,
+        "export-labels": _export_labels,
     }  # fmt: skip
     try:
         return commands[args.command](args, err)
@@ -532,6 +577,12 @@ def _app(args: argparse.Namespace, err: TextIO) -> int:
             _say(f"evalcore: error: {warning}, or pass --insecure-no-auth to go on anyway", err)
             return EXIT_USAGE
         _say(f"evalcore: warning: {warning}", err)
+    if args.plugin:
+        from evalcore.metrics import load_metric_plugin
+
+        for plugin in args.plugin:
+            load_metric_plugin(plugin)  # a broken one is named now (exit 2), before the server starts
+        config.set_plugins([*config.plugins(), *args.plugin])  # the app's process loads them (EVALCORE_PLUGINS)
     return _run_app(args.db, port=args.port, address=args.address)
 
 
@@ -563,12 +614,14 @@ def _import(args: argparse.Namespace, err: TextIO) -> int:
                 on_problem=lambda p: bar.note(str(p)),
                 workers=args.workers,
                 max_record=_max_record(args),
+                assistant=args.assistant,
             )
         finally:
             bar.close()
     fmt = f" ({report.format})" if report.format else ""
+    whose = f" as assistant {args.assistant!r}" if args.assistant is not None else ""
     _say(
-        f"{visible(args.input)}{fmt} -> dataset {args.dataset!r} in {visible(store.where)}: {report.new} new, "
+        f"{visible(args.input)}{fmt} -> dataset {args.dataset!r}{whose} in {visible(store.where)}: {report.new} new, "
         f"{report.updated} updated, {report.unchanged} unchanged, {report.failed} failed, {report.warnings} warnings",
         err,
     )
@@ -629,17 +682,19 @@ def _export_labels(args: argparse.Namespace, err: TextIO) -> int:
 
 def _score(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.judge import JudgeConfig
+    from evalcore.metrics import create_metric, load_metric_plugin
+    from evalcore.score_summary import Floor, breaches, exit_code, resolve_floors, summary_json
     from evalcore.scoring import score_dataset
     from evalcore.store import open_store
 
+    for plugin in args.plugin:
+        load_metric_plugin(plugin)
     specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
     if not specs:
         raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
-    if args.output is not None:
-        from evalcore._infra.outputs import output_target
-
-        _not_the_store(args.output, args.db)
-        output_target(args.output)  # a folder or a missing folder is refused now, not after the run
+    floors = resolve_floors([Floor(*given) for given in args.fail_under], [create_metric(s).key() for s in specs])
+    output, summary_path = _stdout_dash(args.output), _stdout_dash(args.summary_json)
+    machine_on_stdout = _checked_outputs(args.db, output, summary_path)
     judge = JudgeConfig.from_env(
         model=args.judge_model,
         base_url=args.base_url,
@@ -658,7 +713,7 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
                 judge=judge,
                 concurrency=args.concurrency,
                 resume=not args.new_run,
-                output=args.output,
+                output=output,
                 on_progress=lambda done, total: bar.update(done, total),
                 workers=args.workers or default_workers(),
             )
@@ -667,11 +722,64 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     run = report.run
     how = f"resumed run {run.id} ({report.skipped} sessions already scored)" if report.resumed else f"run {run.id}"
     _say(f"{how}: {report.sessions} sessions of {args.dataset!r}, {report.judge_requests} judge requests", err)
+    human = err if machine_on_stdout else sys.stdout  # standard output holds only JSON when the scores go there
     for summary in report.summaries:
-        _say(summary.describe(), sys.stdout)
+        _say(summary.describe(), human)
     if report.output:
         _say(f"scores written to {visible(str(report.output))}", err)
-    return 1 if any(s.failed for s in report.summaries) else 0
+    below = breaches(report.summaries, floors)
+    for breach in below:
+        _say(f"evalcore: fail-under: {breach.describe()}", err)
+    if floors and not below:
+        reached = ", ".join(f"{key} >= {floor:g}" for key, floor in floors.items())
+        _say(f"evalcore: fail-under: every floor reached ({reached})", err)
+    if summary_path is not None:
+        from evalcore._infra.outputs import atomic_output
+
+        with atomic_output(summary_path) as out:
+            out.write(summary_json(report, floors))
+        _say(f"summary written to {visible(summary_path)}", err)
+    return exit_code(report.summaries, floors)
+
+
+def _stdout_dash(path: str | None) -> str | None:
+    """An output path with ``-`` meaning standard output (``/dev/stdout``, written into as a stream)."""
+    return "/dev/stdout" if path == "-" else path
+
+
+def _checked_outputs(db: str | None, *paths: str | None) -> bool:
+    """Refuse (exit 2), before anything runs, an output that cannot be written, is the store, or is another of
+    ``paths``; whether one of them is standard output."""
+    from evalcore._infra.outputs import output_target
+
+    targets = []
+    for path in paths:
+        if path is not None:
+            _not_the_store(path, db)
+            targets.append(output_target(path))  # a folder or a missing folder is refused now, not after the run
+    streams = [t.fd for t in targets if t.stream]
+    files = [os.path.realpath(t.path) for t in targets if not t.stream]
+    if len(set(streams)) < len(streams) or len(set(files)) < len(files):
+        raise UsageError("--output and --summary-json name the same place: give each its own")
+    return 1 in streams
+
+
+def _list_metrics(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.metrics import load_metric_plugin, metrics, plugin_failures
+    from evalcore.metrics.base import BUILTIN_METRICS
+
+    for plugin in args.plugin:
+        load_metric_plugin(plugin)
+    listed = metrics()
+    width = max((len(cls.name) for cls in listed), default=0)
+    for cls in listed:  # name, kind, what it is, what it needs (and where a plug-in's comes from)
+        kind = "LLM judge" if cls.uses_judge else "deterministic"
+        needs = ", ".join(cls.needs) or "nothing"
+        origin = "" if cls.__module__ in BUILTIN_METRICS else f" (plug-in: {cls.__module__})"
+        _say(f"{cls.name:<{width}}  {kind:<13}  {cls.description}{origin}; needs {needs}", sys.stdout)
+    for failure in plugin_failures():
+        _say(f"evalcore: error: {failure}", err)
+    return 1 if plugin_failures() else 0
 
 
 def _solve(args: argparse.Namespace, err: TextIO) -> int:

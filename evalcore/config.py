@@ -11,6 +11,7 @@
 | ``EVALCORE_PRICES`` | a JSON file of prices per million tokens, over the built-in table |
 | ``EVALCORE_TASKS`` | the folder of solver tasks the Simulate page lists (default: the sample data's ``tasks/``) |
 | ``EVALCORE_SAMPLE_DATA`` | the folder of sample files the app loads on a first start |
+| ``EVALCORE_PLUGINS`` | metric plug-ins to load besides the installed ones: ``MODULE[:CLASS]``, comma-separated |
 
 Nothing else in evalcore reads the environment: every other module asks here.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "JUDGE_BASE_URL",
     "JUDGE_MODEL",
     "MODEL",
+    "PLUGINS",
     "PRICES",
     "SAMPLE_DATA",
     "TASKS",
@@ -35,9 +37,11 @@ __all__ = [
     "get",
     "judge_model",
     "model",
+    "plugins",
     "prices_file",
     "sample_data_folder",
     "set_database",
+    "set_plugins",
     "tasks_folder",
 ]
 
@@ -50,6 +54,7 @@ MODEL = "EVALCORE_MODEL"
 PRICES = "EVALCORE_PRICES"
 TASKS = "EVALCORE_TASKS"
 SAMPLE_DATA = "EVALCORE_SAMPLE_DATA"
+PLUGINS = "EVALCORE_PLUGINS"
 
 #: The store when ``EVALCORE_DB`` is not set.
 DEFAULT_DB = "evalcore.db"
@@ -103,3 +108,13 @@ def tasks_folder() -> str | None:
 def sample_data_folder() -> str | None:
     """``$EVALCORE_SAMPLE_DATA``."""
     return get(SAMPLE_DATA)
+
+
+def plugins() -> list[str]:
+    """``$EVALCORE_PLUGINS``: the metric plug-ins named there (``MODULE[:CLASS]``, comma-separated), in order."""
+    return [part.strip() for part in (get(PLUGINS) or "").split(",") if part.strip()]
+
+
+def set_plugins(targets: list[str]) -> None:
+    """Make ``targets`` the plug-ins of this process and of the programs it starts (``evalcore app --plugin``)."""
+    os.environ[PLUGINS] = ",".join(targets)

@@ -5,7 +5,8 @@ Every message is written to be shown to a reviewer as it is::
     EvalcoreError                 root: catch this to catch anything evalcore raises
     ├── UsageError                a bad argument or option from the caller
     ├── RegistryError
-    │   └── UnknownNameError      a format or metric name nobody registered
+    │   ├── UnknownNameError      a format or metric name nobody registered
+    │   └── PluginError           a plug-in (an entry point, ``--plugin``) that could not be loaded: names it
     ├── ConversionError           reading or writing a record failed
     │   ├── FormatDetectionError  no format recognised the input
     │   └── RecordError           one bad record: ``.field`` names the field
@@ -38,6 +39,7 @@ __all__ = [
     "NotFoundError",
     "OverlapReachedError",
     "PermissionDeniedError",
+    "PluginError",
     "RecordError",
     "RegistryError",
     "SchemaVersionError",
@@ -68,6 +70,11 @@ class UnknownNameError(RegistryError, LookupError):
         self.name = name
         self.known = known
         super().__init__(f"unknown {kind} {name!r}; known: {', '.join(known)}")
+
+
+class PluginError(RegistryError):
+    """A plug-in that could not be loaded (its module failed to import, it is not what the registry holds, it takes
+    a name already registered); the message names the plug-in and why."""
 
 
 class ConversionError(EvalcoreError):

@@ -63,9 +63,13 @@ __all__ = [
     "scores_jsonl",
 ]
 
-#: The columns of a run's scores, in order: every JSON line has the first six, and ``parts`` and
-#: ``not_applicable`` when they apply; a CSV file has all eight.
-SCORE_COLUMNS = ("session_id", "position", "metric", "value", "reason", "error", "parts", "not_applicable")
+#: The columns of a run's scores, in order: every JSON line has the first eight, and ``parts`` and
+#: ``not_applicable`` when they apply; a CSV file has all ten. ``assistant_id`` (null when the session names none)
+#: and ``dataset`` tell two assistants' rows for one task apart, and two datasets' files.
+SCORE_COLUMNS = (
+    "session_id", "assistant_id", "dataset", "position", "metric", "value", "reason", "error", "parts",
+    "not_applicable",
+)  # fmt: skip
 _CHUNK = 1 << 16  # bytes an export gathers before it hands them on
 
 
@@ -315,16 +319,18 @@ def check_export(path: str | os.PathLike[str]) -> str | None:
 
 
 def score_records(store: Store, run_id: int) -> Iterator[dict[str, Any]]:
-    """One record per (session, metric) of run ``run_id``, in session order: session_id, position,
-    metric, value, reason, error, with ``parts`` (a metric's sub-scores) and ``not_applicable: true``
+    """One record per (session, metric) of run ``run_id``, in session order: session_id, assistant_id, dataset,
+    position, metric, value, reason, error, with ``parts`` (a metric's sub-scores) and ``not_applicable: true``
     only when they apply. An unknown run is a ``NotFoundError``."""
 
     store.require("export", "export a run's scores")
     runs = store.runs
-    runs.get(run_id)
+    dataset = runs.get(run_id).dataset
     for row in runs.scores(run_id):
         record: dict[str, Any] = {
             "session_id": row.session_id,
+            "assistant_id": row.assistant_id,
+            "dataset": dataset,
             "position": row.position,
             "metric": row.metric,
             "value": row.value,
@@ -358,7 +364,8 @@ def scores_csv(store: Store, run_id: int) -> bytes:
     for r in score_records(store, run_id):
         parts = r.get("parts")
         out.writerow([
-            _as_text(r["session_id"]), r["position"], _as_text(r["metric"]), r["value"], _as_text(r["reason"]),
+            _as_text(r["session_id"]), _as_text(r["assistant_id"]), _as_text(r["dataset"]), r["position"],
+            _as_text(r["metric"]), r["value"], _as_text(r["reason"]),
             _as_text(r["error"]), json.dumps(parts, ensure_ascii=False) if parts else None,
             "true" if r.get("not_applicable") else None,
         ])  # fmt: skip

@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from evalcore._infra.workers import default_workers
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
-from evalcore.errors import DatabaseFaultError, StoreError
+from evalcore.errors import DatabaseFaultError, StoreError, UsageError
 from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.identity import repeat_name
 from evalcore.reading import BatchEvent, CountsEvent, Event, FailedEvent, ProblemEvent, events, stream_events
@@ -66,8 +66,12 @@ def import_file(
     on_problem: Callable[[FileProblem], None] | None = None,
     workers: int | None = None,
     max_record: int = MAX_RECORD,
+    assistant: str | None = None,
 ) -> ImportReport:
     """Import ``path`` into ``dataset`` (created if needed); bad records are reported and skipped.
+
+    ``assistant``, when given, is the ``assistant_id`` of every session imported, whatever the file or its name
+    says (``import --assistant``): two assistants' runs of the same tasks, in two files, are two sets of sessions.
 
     ``on_progress(bytes_read, total_bytes)`` is called after each batch. With ``workers`` > 1 (by default, the
     CPUs, at most 4, for files over a few megabytes on a machine with two cores or more) a second process reads
@@ -75,11 +79,12 @@ def import_file(
     forked processes of its own (``evalcore.formats.parallel``). A record longer than ``max_record`` characters
     is a problem, and reading stops there (the records before it are stored).
     """
+    assistant = _assistant(assistant)
     total = os.path.getsize(path)  # a missing file fails here, before anything is made
     dataset_id = store.datasets.get(dataset, create=True).id
     if workers is None:
         workers = default_workers() if (os.cpu_count() or 1) > 1 and total > _PARALLEL_FROM else 1
-    args = (str(path), fmt, dataset_id, batch_size, workers, max_record)
+    args = (str(path), fmt, dataset_id, batch_size, workers, max_record, assistant)
     stream = _events_from_worker(*args) if workers > 1 else events(*args)
     return _store_events(store, dataset, dataset_id, stream, str(path), total, on_progress, on_problem)
 
@@ -96,14 +101,16 @@ def import_stream(
     on_progress: Callable[[int, int], None] | None = None,
     on_problem: Callable[[FileProblem], None] | None = None,
     max_record: int = MAX_RECORD,
+    assistant: str | None = None,
 ) -> ImportReport:
     """Import an open binary stream (an upload) as if it were a file called ``name``; see ``import_file``.
 
     ``size`` (bytes, when known) is the total ``on_progress`` reports against.
     """
+    assistant = _assistant(assistant)
     source = Path(name).name or "upload"
     dataset_id = store.datasets.get(dataset, create=True).id
-    events_ = stream_events(stream, source, fmt, dataset_id, batch_size, max_record)
+    events_ = stream_events(stream, source, fmt, dataset_id, batch_size, max_record, assistant)
     return _store_events(store, dataset, dataset_id, events_, source, size or 0, on_progress, on_problem)
 
 
@@ -182,14 +189,24 @@ def _store_events(
     return report
 
 
+def _assistant(name: str | None) -> str | None:
+    """The assistant every imported session is given: ``None`` (each keeps its own), else a name with text."""
+    if name is None:
+        return None
+    if not name.strip():
+        raise UsageError("the assistant's name is empty: give a name, or none to keep each session's own")
+    return name
+
+
 def _events_from_worker(
-    path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int, max_record: int
+    path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int, max_record: int, assistant: str | None
 ) -> Iterator[Event]:
     """``events``, computed by a second process (``python -m evalcore.reading``) while this
     one stores what it has sent. Events come pickled through a pipe; if this process dies, the
     reader's next write fails and it stops. The reader's standard error goes to a temporary
     file, never to the screen: should it die, its last words end the error raised here."""
-    job = [path, fmt, dataset_id, batch_size, workers, max_record, os.getpid()]  # (the reader dies with this one)
+    # (The reader dies with this one, whose pid ends the job.)
+    job = [path, fmt, dataset_id, batch_size, workers, max_record, assistant, os.getpid()]
     command = [sys.executable, "-m", "evalcore.reading", json.dumps(job)]
     with tempfile.TemporaryFile() as errors:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors)

@@ -105,14 +105,21 @@ class _Counting(io.RawIOBase):
 
 
 def events(
-    path: str, fmt: str | None, dataset_id: int, batch_size: int, workers: int = 1, max_record: int = MAX_RECORD
+    path: str,
+    fmt: str | None,
+    dataset_id: int,
+    batch_size: int,
+    workers: int = 1,
+    max_record: int = MAX_RECORD,
+    assistant: str | None = None,
 ) -> Iterator[Event]:
     """Read ``path`` into events (see ``Event``): problems, batches of rows, and the counts. With ``workers`` > 1,
     a big JSON Lines file's records are read and made rows by that many forked processes
     (``evalcore.formats.parallel``); the events are the same. No record longer than ``max_record`` characters is
-    read: it is a problem, and reading stops there."""
+    read: it is a problem, and reading stops there. ``assistant``, when given, is every session's ``assistant_id``
+    (see ``prepare``)."""
     source = Path(path).name
-    work = functools.partial(prepare, dataset_id, source)
+    work = functools.partial(prepare, dataset_id, source, assistant=assistant)
     try:
         mapped = map_read(path, fmt, work, workers=workers, source=source, max_record=max_record)
     except OSError as exc:
@@ -122,13 +129,19 @@ def events(
 
 
 def stream_events(
-    raw: BinaryIO, source: str, fmt: str | None, dataset_id: int, batch_size: int, max_record: int = MAX_RECORD
+    raw: BinaryIO,
+    source: str,
+    fmt: str | None,
+    dataset_id: int,
+    batch_size: int,
+    max_record: int = MAX_RECORD,
+    assistant: str | None = None,
 ) -> Iterator[Event]:
     """``events`` of a binary stream (an upload, say) whose file name is ``source``."""
     counter = _Counting(raw)
     stream = io.TextIOWrapper(io.BufferedReader(counter), encoding="utf-8", errors="surrogateescape", newline="")
     results = read(stream, fmt, source=source, max_record=max_record)
-    prepared = (prepare(dataset_id, source, result) for result in results)
+    prepared = (prepare(dataset_id, source, result, assistant=assistant) for result in results)
     yield from _events(prepared, lambda: counter.count, batch_size)
 
 
@@ -145,8 +158,12 @@ class Prepared:
     format: str | None
 
 
-def prepare(dataset_id: int, source: str, result: ReadResult) -> Prepared:
+def prepare(dataset_id: int, source: str, result: ReadResult, *, assistant: str | None = None) -> Prepared:
     """``result`` made ready for the store: what one record gives, on its own (a worker process may make it).
+
+    ``assistant`` (``import --assistant``), when given, is the session's ``assistant_id``, whatever the record or
+    the file's name said: part of the session's identity, so that two assistants' runs of the same tasks, imported
+    from two files, are two sets of sessions.
 
     A record that cannot be made a row is a problem on its line, like any other: it never costs the others.
     """
@@ -156,6 +173,8 @@ def prepare(dataset_id: int, source: str, result: ReadResult) -> Prepared:
     if len(problems) > warnings or session is None:
         return Prepared(result.line, problems, warnings, len(problems) > warnings, None, None)
     read_as = session.provenance.format if session.provenance is not None else None
+    if assistant is not None:
+        session.assistant_id = assistant
     try:
         row = row_for(dataset_id, source, session)
     except Exception as exc:  # what validation let through and the row cannot hold: this record only
@@ -207,11 +226,11 @@ def _events(prepared: Iterator[Prepared], bytes_read: Callable[[], int], batch_s
 def run_reader(argv: list[str]) -> int:
     """The reader process: ``events`` of the file named in ``argv``, pickled to standard output. It dies with the
     importer that started it (whose pid ``argv`` ends with), as do the workers it forks."""
-    path, fmt, dataset_id, batch_size, workers, max_record, parent = json.loads(argv[0])
+    path, fmt, dataset_id, batch_size, workers, max_record, assistant, parent = json.loads(argv[0])
     die_with_parent(parent)
     out = sys.stdout.buffer
     try:
-        for event in events(path, fmt, dataset_id, batch_size, workers, max_record):
+        for event in events(path, fmt, dataset_id, batch_size, workers, max_record, assistant):
             pickle.dump(event, out, protocol=pickle.HIGHEST_PROTOCOL)
             out.flush()
     except BrokenPipeError:  # the importer is gone (stopped or killed): nothing left to do

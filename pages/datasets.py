@@ -86,11 +86,18 @@ with left:
         if "import_new_name" not in st.session_state or st.session_state.get("import_new_name_for") != default:
             st.session_state.update(import_new_name=default, import_new_name_for=default)
         new_name = c2.text_input("New dataset's name", key="import_new_name")
-    fmt = st.selectbox(
+    c3, c4 = st.columns(2)
+    fmt = c3.selectbox(
         "Format",
         ["detect", *(f.name for f in formats())],
         key="import_format",
         help="Leave on 'detect' to recognise it.",
+    )
+    assistant = c4.text_input(
+        "Assistant (optional)",
+        key="import_assistant",
+        help="Every session imported is this assistant's, whatever the file says (as `evalcore import --assistant`). "
+        "Leave empty to keep each session's own.",
     )
     dataset_name = new_name.strip() if target == "+ new dataset" else target
     done_already = upload is not None and st.session_state.get("imported_upload") == upload.file_id
@@ -104,7 +111,7 @@ with left:
         st.session_state["imported_upload"] = upload.file_id  # one click, one import
         st.session_state["import_job"] = start_import(
             store, upload.getvalue(), upload.name, dataset_name,
-            fmt=None if fmt == "detect" else fmt,
+            fmt=None if fmt == "detect" else fmt, assistant=assistant.strip() or None,
         )  # fmt: skip
         # The sidebar's widget owns session_state["dataset"] by now: switch through the deep link, which
         # the frame reads before making it (the dataset is made here so the link finds it at once).

@@ -24,6 +24,7 @@ from evalcore.views.metrics import (
     params_from_form,
     past_runs,
     picker_rows,
+    plugin_problems,
     progress_view,
     resumable_runs,
 )
@@ -42,6 +43,8 @@ if not dataset:
 with st.spinner("Counting what the sessions have (done once per dataset, then kept)…"):
     profile = needs_profile(store, dataset)
 groups = metric_groups()
+for problem in plugin_problems():  # a broken plug-in is named; the others and the built-ins stay usable
+    st.error(literal_message(problem), icon=":material/error:")
 st.caption(
     f"Score **{literal_name(dataset)}** ({plural(profile.total, 'session')}). Deterministic metrics "
     "need no model; LLM judges call the endpoint below. A run goes on in the background: leave the page and "

@@ -249,12 +249,18 @@ def test_scores_csv_has_the_same_rows(store: Store) -> None:
     rows = list(csv.DictReader(io.StringIO(download.data().decode("utf-8"))))
     lines = [json.loads(line) for line in scores_jsonl(store, 1).decode().splitlines()]
     assert len(rows) == len(lines) == 30
-    assert list(rows[0]) == ["session_id", "position", "metric", "value", "reason", "error", "parts", "not_applicable"]
+    assert list(rows[0]) == [
+        "session_id", "assistant_id", "dataset", "position", "metric", "value", "reason", "error", "parts",
+        "not_applicable",
+    ]  # fmt: skip
     for row, line in zip(rows, lines, strict=True):
         assert row["session_id"] == line["session_id"] and row["metric"] == line["metric"]
+        assert row["assistant_id"] == line["assistant_id"] in ("bot-a", "bot-b") and row["dataset"] == "shop"
         assert float(row["value"]) == line["value"] and int(row["position"]) == line["position"]
         assert row["not_applicable"] == ("true" if line.get("not_applicable") else "")
-    assert scores_csv(store, 1).startswith(b"session_id,position,metric,value,reason,error,parts,not_applicable\r\n")
+    assert scores_csv(store, 1).startswith(
+        b"session_id,assistant_id,dataset,position,metric,value,reason,error,parts,not_applicable\r\n"
+    )
     with pytest.raises(NotFoundError):
         scores_csv(store, 99)
     with pytest.raises(UsageError, match="scores format"):
@@ -267,7 +273,8 @@ def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) 
 
     hostile = ['=HYPERLINK("http://evil.example","click")', "+1+2", "-2+3", "@SUM(A1)", "\tlead", "plain = fine"]
     with open_store(tmp_path / "f.db") as store:
-        import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[: len(hostile)]), "shop", workers=1)
+        shop = write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[: len(hostile)])
+        import_file(store, shop, "shop", workers=1, assistant="=cmd|' /C calc'!A0")  # an assistant's name too
         runs = store.runs
         run = runs.create("shop", ["judge"], {})
         pks = [pk for pk, _ in runs.sessions(list(range(1, len(hostile) + 1)))]
@@ -277,7 +284,9 @@ def test_scores_csv_opens_formulas_as_text_and_jsonl_keeps_them(tmp_path: Path) 
             [(pk, "judge", MetricResult("judge", None, 0.5, reason)) for pk, reason in zip(pks, hostile, strict=True)],
         )
         rows = list(csv.reader(io.StringIO(scores_csv(store, run.id).decode("utf-8"))))[1:]
-        assert [row[4] for row in rows] == ["'" + r for r in hostile[:5]] + ["plain = fine"]
-        assert all(row[3] == "0.5" for row in rows)  # numbers are numbers
+        assert [row[6] for row in rows] == ["'" + r for r in hostile[:5]] + ["plain = fine"]
+        assert all(row[5] == "0.5" for row in rows)  # numbers are numbers
+        assert {row[1] for row in rows} == {"'=cmd|' /C calc'!A0"} and {row[2] for row in rows} == {"shop"}
         lines = [json.loads(line) for line in scores_jsonl(store, run.id).decode().splitlines()]
         assert [line["reason"] for line in lines] == hostile
+        assert {line["assistant_id"] for line in lines} == {"=cmd|' /C calc'!A0"}

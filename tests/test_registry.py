@@ -27,6 +27,7 @@ def test_a_taken_name_is_refused_in_every_registry() -> None:
 
     class AnotherExactMatch(Metric):
         name = "exact_match"
+        description = "another"
 
     with pytest.raises(RegistryError, match="a metric named 'exact_match' is registered already"):
         register_metric(AnotherExactMatch)

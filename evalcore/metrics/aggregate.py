@@ -29,7 +29,12 @@ class Summary:
     warnings: int = 0
 
     def describe(self) -> str:
-        """One line a person reads: ``metric: 0.812 [0.780, 0.843] n=120 (2 failed, 5 n/a)``."""
+        """One line a person reads: ``metric: 0.812 [0.780, 0.843] n=120 (2 failed, 5 n/a)``; a metric that applied
+        to no session says so: ``metric: applied to no session (all 120 not applicable)``."""
+        if self.mean is None and not self.failed:
+            if not self.not_applicable:
+                return f"{self.metric}: no session to score"
+            return f"{self.metric}: applied to no session (all {self.not_applicable} not applicable)"
         if self.mean is None:
             value = "no score"
         else:

@@ -23,13 +23,16 @@ if TYPE_CHECKING:
     from evalcore.judge import Judge
 
 __all__ = [
+    "PLUGIN_GROUP",
     "REQUIREMENTS",
     "Metric",
     "MetricResult",
     "create_metric",
     "get_metric",
+    "load_metric_plugin",
     "metric_names",
     "metrics",
+    "plugin_failures",
     "register_metric",
 ]
 
@@ -347,18 +350,61 @@ BUILTIN_METRICS = tuple(
     # deterministic first: a lookup imports these in order until the name is found
     for name in ("tool_calls", "counts", "strings", "judged", "databricks_judges", "gaussia_judges")
 )
-_REGISTRY: Registry[type[Metric]] = Registry("metric", BUILTIN_METRICS)
+#: The entry-point group through which an installed distribution adds metrics (see ``load_metric_plugin``).
+PLUGIN_GROUP = "evalcore.metrics"
+
+
+def _adopt(entry: Any) -> object:
+    """Register what a plug-in names (``module:Class``): a ``Metric`` subclass, else a ``RegistryError``."""
+    if not (isinstance(entry, type) and issubclass(entry, Metric)):
+        raise RegistryError(f"{entry!r} is not a Metric class (a subclass of evalcore.metrics.Metric)")
+    return register_metric(entry)
+
+
+def _named_plugins() -> list[tuple[str, str]]:
+    """The plug-ins ``$EVALCORE_PLUGINS`` names (``evalcore app --plugin`` sets it for the app)."""
+    from evalcore import config
+
+    return [(target, f"plug-in {target!r} (of {config.PLUGINS})") for target in config.plugins()]
+
+
+_REGISTRY: Registry[type[Metric]] = Registry(
+    "metric", BUILTIN_METRICS, group=PLUGIN_GROUP, adopt=_adopt, also=_named_plugins
+)
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:
-    """Class decorator: register a metric under its ``name``; a taken name is refused, and so is a metric that
-    says it ``reads_calls`` but is not a session-level deterministic one needing only what calls tell."""
+    """Class decorator: register a metric under its ``name``; a taken name is refused, and so are a metric with
+    no ``name`` or ``description``, one that needs what no rule of ``REQUIREMENTS`` tells, and one that says it
+    ``reads_calls`` but is not a session-level deterministic one needing only what calls tell."""
+    for attribute in ("name", "description"):
+        if not isinstance(getattr(cls, attribute, None), str) or not getattr(cls, attribute).strip():
+            raise RegistryError(f"metric class {cls.__qualname__} has no {attribute} (a ClassVar[str])")
+    unknown = [need for need in cls.needs if need not in REQUIREMENTS]
+    if unknown:
+        raise RegistryError(
+            f"metric {cls.name!r} needs {', '.join(map(repr, unknown))}, which evalcore cannot tell; "
+            f"needs are among: {', '.join(REQUIREMENTS)}"
+        )
     if cls.reads_calls and (cls.uses_judge or cls.level != "session" or not set(cls.needs) <= set(CALL_REQUIREMENTS)):
         raise RegistryError(
             f"metric {cls.name!r} reads_calls: it must be a session-level deterministic metric whose needs are "
             f"among {', '.join(CALL_REQUIREMENTS)}"
         )
     return _REGISTRY.add(cls.name, cls)
+
+
+def load_metric_plugin(target: str) -> list[str]:
+    """Load the metrics of a plug-in not installed as a distribution (``--plugin``): ``module`` (whose import
+    registers its metrics with ``@register_metric``) or ``module:Class`` (a ``Metric`` subclass, registered here).
+    Returns the names of its metrics; a plug-in that cannot be loaded is a ``PluginError`` naming it and why."""
+    return _REGISTRY.load(target)
+
+
+def plugin_failures() -> list[str]:
+    """Why each installed plug-in (entry point of ``evalcore.metrics``) that failed to load failed, one line each
+    (after a listing: ``metrics()``, ``metric_names()``)."""
+    return list(_REGISTRY.plugin_failures)
 
 
 def metrics() -> list[type[Metric]]:

@@ -149,6 +149,7 @@ class ScoreRow:
     input_tokens: int | None
     output_tokens: int | None
     cost: float | None
+    assistant_id: str | None = None  # the session's assistant
 
 
 @dataclass(frozen=True)
@@ -548,7 +549,7 @@ class Runs(ScoreReads):
         """The run's scores in session order (session-level only unless ``turns``)."""
         sql = (
             "SELECT sc.session_pk, s.session_id, s.position, sc.metric, sc.turn, sc.status, sc.value, sc.reason, "
-            "sc.error, sc.sub, sc.warnings, sc.input_tokens, sc.output_tokens, sc.cost "
+            "sc.error, sc.sub, sc.warnings, sc.input_tokens, sc.output_tokens, sc.cost, s.assistant_id "
             "FROM scores sc JOIN sessions s ON s.id = sc.session_pk WHERE sc.run_id = ?"
         )
         if not turns:
@@ -558,7 +559,7 @@ class Runs(ScoreReads):
             for r in rows:
                 yield ScoreRow(
                     r[0], r[1], r[2], r[3], None if r[4] == -1 else r[4], r[5], r[6], r[7], r[8],
-                    json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13],
+                    json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13], r[14],
                 )  # fmt: skip
 
     def for_session(self, session_pk: int, *, turns: bool = True) -> list[SessionScore]:

@@ -29,7 +29,7 @@ from pydantic.fields import FieldInfo
 
 from evalcore.errors import NotFoundError, UsageError
 from evalcore.judge import JudgeConfig
-from evalcore.metrics import REQUIREMENTS, Metric, create_metric, get_metric, metrics
+from evalcore.metrics import REQUIREMENTS, Metric, create_metric, get_metric, metrics, plugin_failures
 from evalcore.metrics.transcript import transcript
 from evalcore.schema import Session
 from evalcore.store import Store
@@ -66,6 +66,7 @@ __all__ = [
     "params_from_form",
     "past_runs",
     "picker_rows",
+    "plugin_problems",
     "progress_view",
     "resumable_runs",
 ]
@@ -137,6 +138,13 @@ def metric_groups() -> dict[Group, list[MetricInfo]]:
             MetricInfo(cls.name, cls.description, group, cls.level, _needs(cls), bool(cls.model_fields))
         )
     return groups
+
+
+def plugin_problems() -> list[str]:
+    """Why each installed plug-in metric that could not be loaded was not (one message each, naming it): the
+    page shows them above the metrics, which are listed without them."""
+    metrics()  # (the listing loads the plug-ins)
+    return plugin_failures()
 
 
 # -- which sessions have what ------------------------------------------------------------------
