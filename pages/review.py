@@ -390,13 +390,13 @@ with tabs[2]:
         )
 
 
-def answer_changed(question_id: int, widget: str) -> None:
+def answer_changed(question_id: int, widget: str, turn: int | None = None) -> None:
     """Keep what was chosen or typed as a draft; a refusal is said under the question."""
     try:
-        store.answers.save_draft(pk, question_id, st.session_state.get(widget))
-        st.session_state.pop(f"q-error-{question_id}", None)
+        store.answers.save_draft(pk, question_id, st.session_state.get(widget), turn=turn)
+        st.session_state.pop(f"q-error-{question_id}-{turn}", None)
     except EvalcoreError as exc:
-        st.session_state[f"q-error-{question_id}"] = str(exc)
+        st.session_state[f"q-error-{question_id}-{turn}"] = str(exc)
 
 
 def submit_answers() -> None:
@@ -407,10 +407,11 @@ def submit_answers() -> None:
         st.session_state["q-submitted"] = ("error", str(exc))
 
 
-def question_widget(form: QuestionForm) -> None:
-    q, widget = form.question, f"q-{form.question.id}-{key}"
+def question_widget(form: QuestionForm, turn: int | None = None) -> None:
+    q = form.question
+    widget = f"q-{q.id}-{key}" if turn is None else f"q-{q.id}-t{turn}-{key}"
     common: dict[str, Any] = {
-        "key": widget, "on_change": answer_changed, "args": (q.id, widget), "disabled": author is None,
+        "key": widget, "on_change": answer_changed, "args": (q.id, widget, turn), "disabled": author is None,
         "help": literal_markdown(q.help) if q.help else None,
     }  # fmt: skip
     label = literal_markdown(form.label) + (" · *draft*" if form.draft else "")
@@ -428,21 +429,21 @@ def question_widget(form: QuestionForm) -> None:
         st.number_input(label, value=form.value, **common)
     else:
         st.text_area(label, value=form.value or "", height=90, **common)
-    refused = st.session_state.get(f"q-error-{q.id}")
+    refused = st.session_state.get(f"q-error-{q.id}-{turn}")
     if refused:
         st.error(literal_message(refused), icon=":material/error:")
 
 
+qv = questions_view(store, dataset, pk) if asked else None
 with tabs[3]:
-    if tabs[3].open and asked:
-        qv = questions_view(store, dataset, pk)
+    if tabs[3].open and qv is not None:
         if qv.guidelines:
             with st.expander("Guidelines", icon=":material/menu_book:"):
                 st.markdown(qv.guidelines)  # (Markdown without HTML: Streamlit shows no raw HTML)
         for question_form in qv.forms:
             question_widget(question_form)
         if qv.turn_questions:
-            st.caption("Asked of each turn (answered in Python for now): " + literal_name(", ".join(qv.turn_questions)))
+            st.caption("Asked of each turn, under it in the transcript: " + literal_name(", ".join(qv.turn_questions)))
         with st.container(horizontal=True, vertical_alignment="center"):
             st.button("Submit answers", key="submit_answers", type="primary", icon=":material/send:",
                       on_click=submit_answers, disabled=author is None or not qv.can_submit)  # fmt: skip
@@ -617,6 +618,13 @@ with talk_column:
             marks = [f"effective weight {format_number(explained.effective[turn.index])}"]
             marks += [SPECS[name].label.lower() for name in ("ground_truth", "observation", "expected_tool_usage")
                       if values[name]]  # fmt: skip
+            if qv is not None and qv.per_turn:
+                forms = qv.turn_forms(turn.index)
+                answered = sum(1 for f in forms if f.value is not None)
+                with st.expander(f"Questions for turn {turn.index + 1} · {answered} of {len(forms)} answered",
+                                 icon=":material/checklist:", key=f"turn-questions-{turn.index}-{key}"):  # fmt: skip
+                    for turn_form in forms:
+                        question_widget(turn_form, turn.index)
             # Keyed, so that its label can follow the typed weight without closing it.
             editor = st.expander(
                 f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:",

@@ -112,3 +112,17 @@ def test_without_questions_the_verdicts_stay(db: Path) -> None:
     at.session_state["review_tab"] = "Verdict"
     run(at)
     assert by_prefix(at.segmented_control, "v-label-")
+
+
+def test_a_question_of_each_turn_is_asked_under_the_turn(db: Path, store: Store) -> None:
+    ids = _questions(store)
+    pk = store.sessions.find("review", "r-tools")
+    at = _questions_tab("ann")
+    assert [e.label for e in at.expander if e.label.startswith("Questions for turn")] == [
+        f"Questions for turn {n} · 0 of 1 answered" for n in (1, 2, 3, 4)
+    ]  # the page of turns shown
+    by_prefix(at.text_area, f"q-{ids['Per turn']}-t1-").input("the lookup was right")
+    run(at)
+    ann = store.as_user(store.users.find("ann"))
+    assert [(a.turn, a.draft) for a in ann.answers.mine(pk)] == [(1, "the lookup was right")]
+    assert "Questions for turn 2 · 1 of 1 answered" in [e.label for e in at.expander]

@@ -50,6 +50,20 @@ class QuestionsView:
     can_submit: bool  # they have something to submit
     others: list[AnswerRow]
     hidden: int  # how many others' answers blind mode hides
+    per_turn: list[Question]
+    mine: dict[tuple[int, int | None], Answer]
+
+    def turn_forms(self, turn: int) -> list[QuestionForm]:
+        """The per-turn questions as turn ``turn``'s widgets show them."""
+        return [_form(q, self.mine.get((q.id, turn))) for q in self.per_turn]
+
+
+def _form(q: Question, answer: Answer | None) -> QuestionForm:
+    widget, options, captions = _widget(q)
+    return QuestionForm(
+        q, q.name + (" *" if q.required else ""), widget, options, captions,
+        None if answer is None else answer.current, answer is not None and answer.draft is not None,
+    )  # fmt: skip
 
 
 def _widget(question: Question) -> tuple[str, list[Any], dict[Any, str]]:
@@ -78,16 +92,7 @@ def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
     """The Questions tab of session ``pk`` for the store's user."""
     questions = store.questions.of(dataset)
     mine = {(a.question_id, a.turn): a for a in store.answers.mine(pk)}
-    forms: list[QuestionForm] = []
-    for q in questions:
-        if q.level != "session":
-            continue
-        widget, options, captions = _widget(q)
-        answer: Answer | None = mine.get((q.id, None))
-        forms.append(QuestionForm(
-            q, q.name + (" *" if q.required else ""), widget, options, captions,
-            None if answer is None else answer.current, answer is not None and answer.draft is not None,
-        ))  # fmt: skip
+    forms = [_form(q, mine.get((q.id, None))) for q in questions if q.level == "session"]
     me = store.user
     submitted = [s for s in store.answers.submissions(pk) if s.user_id == me.id]
     drafts = sum(1 for a in mine.values() if a.draft is not None)
@@ -115,4 +120,6 @@ def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
         can_submit=bool(mine) and (drafts > 0 or not submitted),
         others=rows,
         hidden=len(others) if blind else 0,
+        per_turn=[q for q in questions if q.level == "turn"],
+        mine=mine,
     )
