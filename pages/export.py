@@ -8,6 +8,7 @@ from evalcore.schema import STATUSES
 from evalcore.views.export import (
     SCORE_KINDS,
     ExportDownload,
+    LabelsDownload,
     ScoresDownload,
     cli_command,
     export_preview,
@@ -126,6 +127,23 @@ st.caption(preview.caption)
 if preview.records:
     for column, record in zip(st.columns(len(preview.records)), preview.records, strict=True):
         column.code(record, language="json", wrap_lines=True, height=min(21 * preview.tallest + 24, 360))
+
+# -- what labelers answered -------------------------------------------------------------------------
+if store.questions.of(dataset, retired=True):
+    st.subheader("Labels")
+    lab = st.columns([4, 2, 3], vertical_alignment="bottom")
+    lab[0].caption(
+        "Every submitted answer to the dataset's questions, and the gold: what `evalcore export-labels` writes."
+    )
+    labels_kind = lab[1].segmented_control(
+        "As", list(SCORE_KINDS), default="csv", required=True, key="x_labels_kind",
+        format_func=lambda k: SCORE_KINDS[k][0],
+    )  # fmt: skip
+    labels = LabelsDownload(store, dataset, labels_kind)
+    lab[2].download_button(
+        f"Download {escape_inline(visible(labels.file_name))}", labels.data, file_name=labels.file_name,
+        mime=labels.mime, icon=":material/download:", on_click="ignore", key="x_get_labels",
+    )  # fmt: skip
 
 # -- a run's scores ------------------------------------------------------------------------------
 st.subheader("Run scores")

@@ -23,6 +23,7 @@ __all__ = [
     "SCORE_KINDS",
     "ExportDownload",
     "ExportPreview",
+    "LabelsDownload",
     "ScoresDownload",
     "cli_command",
     "download_name",
@@ -185,3 +186,22 @@ class ScoresDownload:
         """The run's scores, one row per (session, metric)."""
         make = scores_csv if self.kind == "csv" else scores_jsonl
         return make(self.store, self.run.id)
+
+
+class LabelsDownload:
+    """What people answered on a dataset, and the gold, to download as CSV or JSON Lines: ``evalcore export-labels``'
+    bytes, made only when asked for (``data``)."""
+
+    def __init__(self, store: Store, dataset: str, kind: str) -> None:
+        if kind not in SCORE_KINDS:
+            raise UsageError(f"unknown labels format {kind!r}; use one of {', '.join(SCORE_KINDS)}")
+        self.store = store
+        self.dataset = dataset
+        self.kind = kind
+        self.file_name = f"{_slug(dataset)}.labels.{kind}"
+        self.mime = SCORE_KINDS[kind][1]
+
+    def data(self) -> bytes:
+        from evalcore.label_export import label_bytes
+
+        return label_bytes(self.store, self.dataset, as_csv=self.kind == "csv")[0]

@@ -4,7 +4,9 @@ Screenshots: the Labeling page as an admin sees it, Review's Questions tab in a 
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from app_server import settle, shot, streamlit_server
 from e2e_ui import Server, ragas_lines
 from idp import Provider, provider, write_secrets
 from playwright.sync_api import Page, expect
+from test_export_browser import EVALCORE, download
 from test_signin_browser import button, sign_in
 
 from evalcore.store import open_store
@@ -49,7 +52,9 @@ def _answer_and_submit(page: Page, item: int) -> None:
     settle(page)
 
 
-def test_two_reviewers_work_one_queue_with_overlap_two(server: Server, idp: Provider, chrome: Any) -> None:
+def test_two_reviewers_work_one_queue_with_overlap_two(
+    server: Server, idp: Provider, chrome: Any, tmp_path: Path
+) -> None:
     ada = sign_in(chrome, server, idp, "ada")  # the first to sign in owns the store
     with open_store(server.db) as store:
         owner = store.as_user(store.users.find("ada@corp.com"))
@@ -98,4 +103,19 @@ def test_two_reviewers_work_one_queue_with_overlap_two(server: Server, idp: Prov
         items = store.queues.items(queue.id)
         assert [sorted(s.author for s in store.answers.submissions(pk)) for pk in items] == [["Bob", "Cy"]] * 3
         assert store.queues.progress(queue.id).complete == 3
+
+    # The labels downloaded from the Export page are byte for byte what evalcore export-labels writes.
+    ada.goto(server.url + "/export?dataset=support")
+    settle(ada)
+    for kind in ("csv", "jsonl"):
+        if kind == "jsonl":  # the labels' own choice of format: the last on the page
+            ada.get_by_role("radio", name="JSON Lines", exact=True).last.click()
+            settle(ada)
+        name, data = download(ada, f"Download support.labels.{kind}", tmp_path)
+        out = tmp_path / f"cli.{kind}"
+        done = subprocess.run([EVALCORE, "export-labels", "--dataset", "support", "-o", str(out), "--db",
+                               str(server.db)], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert name == f"support.labels.{kind}" and data == out.read_bytes()
+        assert len(data.splitlines()) == (7 if kind == "csv" else 6)  # 6 answers (+ the header)
     assert "Traceback" not in server.log_text()
