@@ -21,7 +21,7 @@ from evalcore.views.review.fields import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.views.review.questions import QuestionForm, questions_view
+from evalcore.views.review.questions import QuestionForm, gold_table, gold_view, questions_view
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import transcript
 from evalcore.views.review.weights import explain_weights, format_number
@@ -407,11 +407,22 @@ def submit_answers() -> None:
         st.session_state["q-submitted"] = ("error", str(exc))
 
 
-def question_widget(form: QuestionForm, turn: int | None = None) -> None:
+def gold_changed(question_id: int, widget: str, turn: int | None = None) -> None:
+    """Settle the question's answer (the widget cleared: unsettle it); a refusal is said under the question."""
+    try:
+        store.answers.set_gold(pk, question_id, st.session_state.get(widget), turn=turn)
+        st.session_state.pop(f"g-error-{question_id}-{turn}", None)
+    except EvalcoreError as exc:
+        st.session_state[f"g-error-{question_id}-{turn}"] = str(exc)
+
+
+def question_widget(form: QuestionForm, turn: int | None = None, *, gold: bool = False) -> None:
     q = form.question
-    widget = f"q-{q.id}-{key}" if turn is None else f"q-{q.id}-t{turn}-{key}"
+    prefix = "g" if gold else "q"
+    widget = f"{prefix}-{q.id}-{key}" if turn is None else f"{prefix}-{q.id}-t{turn}-{key}"
     common: dict[str, Any] = {
-        "key": widget, "on_change": answer_changed, "args": (q.id, widget, turn), "disabled": author is None,
+        "key": widget, "on_change": gold_changed if gold else answer_changed, "args": (q.id, widget, turn),
+        "disabled": author is None,
         "help": literal_markdown(q.help) if q.help else None,
     }  # fmt: skip
     label = literal_markdown(form.label) + (" · *draft*" if form.draft else "")
@@ -429,7 +440,7 @@ def question_widget(form: QuestionForm, turn: int | None = None) -> None:
         st.number_input(label, value=form.value, **common)
     else:
         st.text_area(label, value=form.value or "", height=90, **common)
-    refused = st.session_state.get(f"q-error-{q.id}-{turn}")
+    refused = st.session_state.get(f"{prefix}-error-{q.id}-{turn}")
     if refused:
         st.error(literal_message(refused), icon=":material/error:")
 
@@ -451,7 +462,14 @@ with tabs[3]:
         outcome = st.session_state.pop("q-submitted", None)
         if outcome is not None:
             (st.success if outcome[0] == "success" else st.error)(literal_message(outcome[1]))
-        if qv.others:
+        settle = gold_view(store, dataset, pk) if _shared.can("adjudicate") else []
+        if settle:
+            st.markdown("**Settle into gold** · everyone's answers side by side; the gold is what exports and the "
+                        "Dashboard take as the truth")  # fmt: skip
+            _shared.table(gold_table(settle))
+            for gold_choice in settle:
+                question_widget(gold_choice.form, gold=True)
+        elif qv.others:
             st.caption("Other people's answers")
             _shared.table(qv.others)
         elif qv.hidden:

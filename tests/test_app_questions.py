@@ -126,3 +126,26 @@ def test_a_question_of_each_turn_is_asked_under_the_turn(db: Path, store: Store)
     ann = store.as_user(store.users.find("ann"))
     assert [(a.turn, a.draft) for a in ann.answers.mine(pk)] == [(1, "the lookup was right")]
     assert "Questions for turn 2 · 1 of 1 answered" in [e.label for e in at.expander]
+
+
+def test_an_adjudicator_settles_a_disagreement(db: Path, store: Store) -> None:
+    ids = _questions(store)
+    pk = store.sessions.find("review", "r-tools")
+    for name, value in (("ann", "yes"), ("bob", "no"), ("cy", "yes")):
+        reviewer = as_user(store, name, "reviewer")
+        reviewer.answers.save_draft(pk, ids["Resolved?"], value)
+        reviewer.answers.save_draft(pk, ids["Quality"], 3)
+        reviewer.answers.submit(pk)
+    ada = _questions_tab("ada")
+    table = ada.dataframe[0].value
+    assert list(table.columns) == ["question", "ann", "bob", "cy", "agreed", "gold"]
+    assert [list(r) for r in table.itertuples(index=False)] == [
+        ["Resolved?", "yes", "no", "yes", "", ""],
+        ["Quality", "3", "3", "3", "yes", ""],
+    ]
+    by_prefix(ada.segmented_control, f"g-{ids['Resolved?']}-").set_value("yes")
+    run(ada)
+    (gold,) = store.answers.gold(pk)
+    assert (gold.question_id, gold.value, gold.author) == (ids["Resolved?"], "yes", "ada")
+    assert ada.dataframe[0].value["gold"][0] == "yes (ada)"
+    assert not [w for w in _questions_tab("ann").segmented_control if w.key.startswith("g-")]  # a reviewer's is not

@@ -12,7 +12,16 @@ from evalcore.store.questions import Question
 from evalcore.store.store import Store
 from evalcore.views.text import visible
 
-__all__ = ["AnswerRow", "QuestionForm", "QuestionsView", "answer_text", "questions_view"]
+__all__ = [
+    "AnswerRow",
+    "GoldChoice",
+    "QuestionForm",
+    "QuestionsView",
+    "answer_text",
+    "gold_table",
+    "gold_view",
+    "questions_view",
+]
 
 #: Up to this many options a choice is one row of buttons; beyond it, a list to pick from.
 BUTTONS = 6
@@ -123,3 +132,49 @@ def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
         per_turn=[q for q in questions if q.level == "turn"],
         mine=mine,
     )
+
+
+@dataclass(frozen=True)
+class GoldChoice:
+    """One session-level question an adjudicator may settle: everyone's submitted answer, and the gold so far."""
+
+    form: QuestionForm  # the question's widget, showing the gold (None until settled)
+    answers: dict[str, Any]  # person -> what they submitted
+    gold: Any
+    gold_by: str | None
+    agreed: bool  # every submitted answer is the same
+
+
+def gold_view(store: Store, dataset: str, pk: int) -> list[GoldChoice]:
+    """The session-level questions of session ``pk`` that someone has answered, side by side with the gold."""
+    submitted: dict[int, dict[str, Any]] = {}
+    for a in store.answers.of_session(pk):
+        if a.turn is None:
+            submitted.setdefault(a.question_id, {})[a.author] = a.value
+    gold = {g.question_id: g for g in store.answers.gold(pk) if g.turn is None}
+    choices = []
+    for q in store.questions.of(dataset):
+        if q.level != "session" or (q.id not in submitted and q.id not in gold):
+            continue
+        answers = submitted.get(q.id, {})
+        settled = gold.get(q.id)
+        widget, options, captions = _widget(q)
+        form = QuestionForm(q, q.name, widget, options, captions, None if settled is None else settled.value, False)
+        values = [repr(v) for v in answers.values()]
+        choices.append(GoldChoice(form, answers, None if settled is None else settled.value,
+                                  None if settled is None else settled.author,
+                                  len(set(values)) == 1 and len(values) > 1))  # fmt: skip
+    return choices
+
+
+def gold_table(choices: list[GoldChoice]) -> list[dict[str, str]]:
+    """The answers side by side: one row per question, a column per person, then the gold."""
+    people = sorted({person for c in choices for person in c.answers})
+    rows = []
+    for c in choices:
+        row = {"question": visible(c.form.question.name)}
+        row.update({visible(p): visible(answer_text(c.answers[p])) if p in c.answers else "" for p in people})
+        row["agreed"] = "yes" if c.agreed else ""
+        row["gold"] = "" if c.gold is None else visible(answer_text(c.gold)) + f" ({visible(c.gold_by or '')})"
+        rows.append(row)
+    return rows
