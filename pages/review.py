@@ -214,6 +214,28 @@ with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     with st.popover("Shortcuts", icon=":material/keyboard:", help="Every keyboard shortcut of this page"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
 
+
+def conflict_box(conflict: dict[str, Any]) -> None:
+    """A refused save: who changed what, and the two ways on (shown where the save was asked for)."""
+    with st.container(border=True, key="conflict_box"):
+        # The conflict names the other reviewer and the session: shown as text.
+        st.error(literal_message(f"{conflict['what']} was not saved. {conflict['message']}"),
+                 icon=":material/sync_problem:")  # fmt: skip
+        choice = st.container(horizontal=True)
+        drop = "Drop your change and show the session as it is now"
+        if choice.button("Take theirs", key="take_theirs", help=drop):
+            st.session_state.pop("review_conflict")
+            rebase(reset=True)
+            st.rerun()
+        if choice.button("Re-apply mine on top", key="reapply", type="primary",
+                     help="Save your change over the current version (their other changes stay)"):  # fmt: skip
+            st.session_state.pop("review_conflict")
+            rebase(reset=False)
+            if save(conflict["groups"], conflict["what"]):
+                base["epoch"] += 1
+            st.rerun()
+
+
 # Every message above the columns sits in one container that is always there: a message coming or going
 # must not move what follows, or Streamlit would remount it (an open turn editor would snap shut).
 with st.container():
@@ -229,24 +251,13 @@ with st.container():
             st.error(literal_message(notice[1]), icon=":material/error:")  # it may quote what was typed
 
     conflict = st.session_state.get("review_conflict")
+    # A turn's refused save is said in that turn, where its Save was clicked; the session's here.
+    conflict_turn = conflict["groups"][0][0] if conflict is not None and len(conflict["groups"]) == 1 else None
     if conflict is not None:
-        with st.container(border=True):
-            # The conflict names the other reviewer and the session: shown as text.
-            st.error(literal_message(f"{conflict['what']} was not saved. {conflict['message']}"),
-                     icon=":material/sync_problem:")  # fmt: skip
-            choice = st.container(horizontal=True)
-            drop = "Drop your change and show the session as it is now"
-            if choice.button("Take theirs", key="take_theirs", help=drop):
-                st.session_state.pop("review_conflict")
-                rebase(reset=True)
-                st.rerun()
-            if choice.button("Re-apply mine on top", key="reapply", type="primary",
-                         help="Save your change over the current version (their other changes stay)"):  # fmt: skip
-                st.session_state.pop("review_conflict")
-                rebase(reset=False)
-                if save(conflict["groups"], conflict["what"]):
-                    base["epoch"] += 1
-                st.rerun()
+        if conflict_turn is None:
+            conflict_box(conflict)
+        else:
+            st.caption(f"Turn {conflict_turn + 1} was not saved: someone changed the session; see under that turn.")
     elif stored.version > base["version"]:
         newer = [e for e in store.sessions.history(pk) if e.version > base["version"]]
         who = ", ".join(sorted({e.author for e in newer})) or "someone"
@@ -681,3 +692,5 @@ with talk_column:
                     else:
                         save([(turn.index, result.changes)], f"Turn {turn.index + 1}")
                         st.rerun()  # the header says how it went: saved, an error, or a conflict
+                if conflict is not None and conflict_turn == turn.index:
+                    conflict_box(conflict)  # said here, where its Save was clicked

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from app_server import settle, shot, streamlit_server
-from e2e_ui import Server, ragas_lines
+from e2e_ui import Server, ragas_lines, review_path
 from idp import Provider, provider, write_secrets
 from playwright.sync_api import Page, expect
 from test_export_browser import EVALCORE, download
@@ -43,6 +43,16 @@ def server(idp: Provider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         yield running
 
 
+def _team(server: Server) -> None:
+    """Ada (the first to sign in: the owner) lets Bob and Cy in as reviewers."""
+    with open_store(server.db) as store:
+        owner = store.as_user(store.users.find("ada@corp.com"))
+        known = {u.email for u in store.users.all()}
+        for email in ("bob@corp.com", "cy@corp.com"):
+            if email not in known:
+                owner.users.add(email, "reviewer")
+
+
 def _answer_and_submit(page: Page, item: int) -> None:
     expect(page.get_by_text(f"item {item} of 3")).to_be_visible()
     page.get_by_role("tab", name="Questions").click()
@@ -56,10 +66,9 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
     server: Server, idp: Provider, chrome: Any, tmp_path: Path
 ) -> None:
     ada = sign_in(chrome, server, idp, "ada")  # the first to sign in owns the store
+    _team(server)
     with open_store(server.db) as store:
         owner = store.as_user(store.users.find("ada@corp.com"))
-        owner.users.add("bob@corp.com", "reviewer")
-        owner.users.add("cy@corp.com", "reviewer")
         owner.questions.define("support", QuestionDef("Resolved?", "choice", options=("yes", "no"), required=True,
                                                       help="Did the user get what they came for?"))  # fmt: skip
         owner.questions.define("support", QuestionDef("Quality", "rating", labels={"1": "poor", "5": "great"}))
@@ -119,3 +128,27 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
         assert name == f"support.labels.{kind}" and data == out.read_bytes()
         assert len(data.splitlines()) == (7 if kind == "csv" else 6)  # 6 answers (+ the header)
     assert "Traceback" not in server.log_text()
+
+
+def test_a_turns_refused_save_is_said_where_it_was_clicked(server: Server, idp: Provider, chrome: Any) -> None:
+    """Two people save the third turn's observation on one version: the second is told so in that turn, in view."""
+    ada = sign_in(chrome, server, idp, "ada")
+    _team(server)
+    bob = sign_in(chrome, server, idp, "bob")
+    with open_store(server.db) as store:
+        ref = store.sessions.get(store.sessions.pks("support")[0]).link
+    for page in (ada, bob):
+        page.goto(server.url + review_path("support", ref))
+        settle(page)
+        page.get_by_text("Ground truth for turn 3").click()
+    for page, words in ((ada, "Ada saw it"), (bob, "Bob saw it too")):
+        turn = page.locator(".st-key-turn-2")
+        turn.get_by_role("textbox", name="Observation").fill(words)
+        turn.get_by_role("button", name="Save turn").click()
+        settle(page)
+    box = bob.locator(".st-key-conflict_box")
+    expect(box).to_be_visible()
+    expect(box).to_contain_text("Turn 3 was not saved")
+    expect(box).to_be_in_viewport()
+    expect(bob.locator(".st-key-turn-2 .st-key-conflict_box")).to_have_count(1)  # in the turn, not above the page
+    shot(bob, "review-turn-conflict")
