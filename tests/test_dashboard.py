@@ -4,6 +4,7 @@ values worked out by hand (and, for intervals, against the plain bootstrap of ev
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,10 @@ from evalcore.views.dashboard import (
 
 
 @pytest.fixture
-def store(store_url: str, tmp_path: Path) -> Store:
-    store = open_store(store_url)
-    import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[:10]), "shop", workers=1)
-    return store
+def store(store_url: str, tmp_path: Path) -> Iterator[Store]:
+    with open_store(store_url) as store:
+        import_file(store, write_jsonl(tmp_path / "shop.jsonl", shop_sessions()[:10]), "shop", workers=1)
+        yield store
 
 
 def _run(store: Store, values: dict[int, dict[str, float | str | None]]) -> int:
