@@ -268,6 +268,7 @@ SESSION_FILTERS: dict[str, Any] = {
     "f_assistant": "any",
     "f_truth": "any",
     "f_search": "",
+    "f_search_system": False,
     "f_run": None,
     "f_metric": None,
     "f_min": None,
