@@ -21,7 +21,8 @@ _shared.frame_first()
 st.set_page_config(page_title="evalcore", page_icon=str(Path(__file__).parent / "pages" / "icon.svg"), layout="wide")
 # Denser than Streamlit's default: less empty space above each page's title.
 _CSS = (
-    "[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem}"
+    # and narrower side margins than wide layout's 5rem: Review's transcript and panel get the width.
+    "[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem;padding-left:2rem;padding-right:2rem}"
     "[data-testid='stTabs'] [role='tablist']{gap:.75rem}"  # Review's eight tabs in its half of the page
     # A tool's arguments and output (``st.text`` in a chat message): a quiet monospace box.
     "[data-testid='stChatMessage'] [data-testid='stText']{background:#f6f7f9;border-radius:.4rem;padding:.5rem .75rem}"

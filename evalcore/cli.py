@@ -182,6 +182,11 @@ def _parser() -> argparse.ArgumentParser:
     exp.add_argument("--assistant", metavar="ID", help="only this assistant's sessions")
     exp.add_argument("--search", metavar="TEXT", help="only sessions whose text contains every word")
     exp.add_argument(
+        "--search-system-prompt",
+        action="store_true",
+        help="with --search: look in the system prompt (and context) too, left out by default",
+    )
+    exp.add_argument(
         "--run", type=_number(int, low=1, high=_INT64_MAX), metavar="RUN", help="with --metric: that run's scores"
     )
     exp.add_argument("--metric", metavar="NAME")
@@ -639,6 +644,7 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
         tags=args.tag,
         assistant=args.assistant,
         search=args.search,
+        search_system_prompt=args.search_system_prompt and bool(args.search),
         run_id=args.run,
         metric=args.metric,
         min_score=args.min_score,

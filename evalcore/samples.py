@@ -15,7 +15,15 @@ from evalcore.importing import ImportReport, import_file
 from evalcore.scoring import score_dataset
 from evalcore.store import Store
 
-__all__ = ["SAMPLE_METRICS", "SampleLoad", "ensure_samples", "load_samples", "sample_dataset_name", "sample_files"]
+__all__ = [
+    "SAMPLE_METRICS",
+    "SampleLoad",
+    "ensure_samples",
+    "load_samples",
+    "sample_dataset_name",
+    "sample_datasets",
+    "sample_files",
+]
 
 #: What the samples are scored with: every deterministic metric that needs no parameters to be useful.
 SAMPLE_METRICS = (
@@ -50,6 +58,11 @@ class SampleLoad:
 def sample_dataset_name(path: str | os.PathLike[str]) -> str:
     """The dataset a sample file goes to: ``sample-`` and its name (``ragas.jsonl`` -> ``sample-ragas``)."""
     return "sample-" + Path(path).stem.replace("_", "-")
+
+
+def sample_datasets(folder: str | os.PathLike[str]) -> frozenset[str]:
+    """The datasets the sample files of ``folder`` go to (whether loaded or not)."""
+    return frozenset(sample_dataset_name(path) for path in sample_files(folder))
 
 
 def load_samples(store: Store, folder: str | os.PathLike[str], *, score: bool = True) -> list[SampleLoad]:

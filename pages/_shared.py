@@ -268,6 +268,7 @@ SESSION_FILTERS: dict[str, Any] = {
     "f_assistant": "any",
     "f_truth": "any",
     "f_search": "",
+    "f_search_system": False,
     "f_run": None,
     "f_metric": None,
     "f_min": None,
@@ -333,3 +334,23 @@ def table(data: Any, *, column_config: dict[str, Any] | None = None, **options: 
                 config[name] = {**given, "label": label}
         data = pd.DataFrame(records(data))
     return st.dataframe(data, hide_index=True, placeholder=MISSING, column_config=config or None, **options)
+
+
+#: Scrolls the page to the element of a keyed container (``st.container(key=...)``: class ``st-key-KEY``), trying
+#: for up to 5 s while the page is still drawn, and once more when it is (what is drawn above may still grow).
+_SCROLL = """<script>(() => {
+  let tries = 0;
+  const go = () => {
+    const el = window.parent.document.querySelector(".st-key-%s") || document.querySelector(".st-key-%s");
+    if (el) { el.scrollIntoView({block: "start"}); setTimeout(() => el.scrollIntoView({block: "start"}), 400); }
+    else if (tries++ < 50) setTimeout(go, 100);
+  };
+  go();
+})();</script>"""
+
+
+def scroll_to(container_key: str) -> None:
+    """Scroll the browser to the container keyed ``container_key`` (letters, digits, ``-`` and ``_`` only)."""
+    if not container_key.replace("-", "").replace("_", "").isalnum() or not container_key.isascii():
+        raise ValueError(f"not a container key to scroll to: {container_key!r}")
+    st.html(_SCROLL % (container_key, container_key), unsafe_allow_javascript=True, width="content")

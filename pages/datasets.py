@@ -4,7 +4,7 @@ import streamlit as st
 
 from evalcore.background import start_import
 from evalcore.formats import formats
-from evalcore.samples import load_samples, sample_files
+from evalcore.samples import load_samples, sample_datasets, sample_files
 from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import
 from evalcore.views.text import literal_message, literal_name, plural, visible
 from pages import _shared
@@ -16,7 +16,7 @@ st.title("Datasets")
 if problem := _shared.sample_problem():
     st.warning(f"The sample data could not be loaded: {literal_message(problem)}", icon=":material/warning:")
 
-rows = dataset_rows(store)
+rows = dataset_rows(store, sample_datasets(_shared.sample_folder()))  # the user's own datasets first
 if rows:
     small = {name: st.column_config.NumberColumn(width="small") for name in ("todo", "approved", "rejected")}
     _shared.table(
@@ -67,13 +67,12 @@ with left:
         "A file in any format evalcore reads (JSON or JSON Lines)", type=["json", "jsonl"], key="upload"
     )
     names = store.datasets.names()  # (the table's rows show them with their invisible characters escaped)
-    current = _shared.dataset()
     c1, c2 = st.columns(2)
     target: str = (
         c1.selectbox(
             "Into dataset",
-            [*names, "+ new dataset"],
-            index=names.index(current) if current is not None and current in names else len(names),
+            ["+ new dataset", *names],
+            index=0,  # a new dataset unless another is chosen
             format_func=visible,
             key="import_target",
         )

@@ -55,6 +55,7 @@ truth = c[3].selectbox(
     help=f"{found.with_truth} of {found.total} sessions have some ground truth. The command line has no such option.",
 )  # fmt: skip
 search = c[4].text_input("Search", key="x_search", persist_state="session", placeholder="words (word* for a prefix)")
+search_system = c[4].checkbox("Search the system prompt too", key="x_search_system", persist_state="session")
 
 run_id = metric = min_score = max_score = None
 with st.expander("Score filter", icon=":material/filter_alt:", expanded=bool(st.session_state.get("x_run"))):
@@ -88,7 +89,7 @@ f[2].caption(names[to])
 
 try:
     filters = page_filter(
-        status=status, tags=tags, assistant=assistant, search=search, truth=truth,
+        status=status, tags=tags, assistant=assistant, search=search, search_system_prompt=search_system, truth=truth,
         run_id=run_id, metric=metric, min_score=min_score, max_score=max_score,
     )  # fmt: skip
     download = ExportDownload(store, dataset, to, filters, array=layout == "json")

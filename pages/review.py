@@ -274,7 +274,7 @@ with st.container():
 
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
-talk_column, panel = st.columns([5, 6], gap="medium")
+talk_column, panel = st.columns([7, 5], gap="medium")  # the transcript gets the larger part
 asked = bool(store.questions.of(dataset))  # the dataset's own questions take the place of the verdicts
 with panel:
     tabs = st.tabs(
@@ -604,6 +604,7 @@ page_key = f"turn_page-{pk}"
 if wanted is not None and wanted.isdigit() and st.session_state.get("turn_deeplink") != (pk, wanted):
     st.session_state["turn_deeplink"] = (pk, wanted)
     st.session_state[page_key] = min(pages, max(1, (int(wanted) - 1) // TURNS_PER_PAGE + 1))
+    st.session_state["turn_scroll"] = int(wanted) - 1  # the link's turn is scrolled to once it is drawn
 page = min(pages, int(st.session_state.get(page_key, 1)))
 
 
@@ -694,3 +695,7 @@ with talk_column:
                         st.rerun()  # the header says how it went: saved, an error, or a conflict
                 if conflict is not None and conflict_turn == turn.index:
                     conflict_box(conflict)  # said here, where its Save was clicked
+    # A deep link's turn (``turn=N``), drawn on this page of turns: scrolled to (last, so that nothing above moves).
+    scroll_turn = st.session_state.pop("turn_scroll", None)
+    if scroll_turn is not None and any(turn.index == scroll_turn for turn in shown):
+        _shared.scroll_to(f"turn-{scroll_turn}")

@@ -54,7 +54,11 @@ truth = c[3].selectbox(
 search = c[4].text_input(
     "Search", key="f_search", persist_state="session", on_change=reset_page,
     placeholder="words (word* for a prefix)",
+    help="The conversation, tool names and arguments, ground truth; the system prompt only if ticked below.",
 )  # fmt: skip
+search_system = c[4].checkbox(
+    "Search the system prompt too", key="f_search_system", persist_state="session", on_change=reset_page
+)
 
 run_id = metric = min_score = max_score = None
 with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_run"))):
@@ -81,7 +85,8 @@ with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_
     descending = s[5].toggle("Desc", key="f_desc", persist_state="session", on_change=reset_page)
 
 filters = page_filter(
-    status=list(status), tags=list(tags), assistant=assistant, search=search, truth=truth,
+    status=list(status), tags=list(tags), assistant=assistant, search=search, search_system_prompt=search_system,
+    truth=truth,
     run_id=run_id, metric=metric, min_score=min_score, max_score=max_score,
 )  # fmt: skip
 state.update(filters=filters, sort=sort, descending=descending)

@@ -22,9 +22,11 @@ from apptest_util import (  # noqa: F401 (fixtures)
     texts,
 )
 from dbutil import as_user
+from formats_util import write_jsonl
 from streamlit.testing.v1 import AppTest
 
 from evalcore.background import wait_for
+from evalcore.importing import import_file
 from evalcore.samples import sample_dataset_name, sample_files
 from evalcore.store import Store, open_store
 from evalcore.views.text import literal_markdown
@@ -46,12 +48,14 @@ def test_one_row_per_dataset_with_its_counts(db: Path) -> None:
     assert rows["review"]["sessions"] == 3
 
 
-def test_the_table_follows_a_review(db: Path, store: Store) -> None:
-    pk = store.sessions.find("shop", "shop-10")
-    as_user(store, "ann").sessions.set_status(pk, "rejected", base_version=store.sessions.get(pk).version)
-    shop = _table(run(app()))["shop"]
-    assert (shop["todo"], shop["rejected"]) == (21, 1)
-    assert shop["reviewed"] == pytest.approx(6 / 30)
+def test_the_users_own_datasets_come_before_the_samples(db: Path, store: Store) -> None:
+    """The labeler's finding (issue 24): a first dataset of one's own was hidden below the sample datasets."""
+    samples = {sample_dataset_name(p) for p in sample_files(SAMPLE_DATA)}
+    order = list(_table(run(app())))
+    assert order[:2] == ["review", "shop"]  # the dataset imported last first: review was imported after shop
+    assert order[2:] == sorted(samples)
+    import_file(as_user(store, "ann", "admin"), write_jsonl(db.parent / "a.jsonl", shop_sessions()[:1]), "zzz")
+    assert list(_table(run(app())))[:3] == ["zzz", "review", "shop"]
 
 
 def _upload(at: AppTest, name: str, data: bytes) -> None:
@@ -66,10 +70,10 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     at = run(app())
     person(at, "ann", "admin")
     _upload(at, "mine.jsonl", data)
-    assert at.selectbox(key="import_target").value == "review"  # the current dataset, or...
-    at.selectbox(key="import_target").select("+ new dataset")
-    run(at)
-    assert at.text_input(key="import_new_name").value == "mine"  # ...a new one, named after the file
+    # a new dataset by default (not the dataset open in the sidebar), named after the file
+    assert at.selectbox(key="import_target").value == "+ new dataset"
+    assert at.selectbox(key="import_target").options[0] == "+ new dataset"
+    assert at.text_input(key="import_new_name").value == "mine"
     at.text_input(key="import_new_name").input(" ")
     run(at)
     assert at.button(key="import").disabled  # a new dataset needs a name
@@ -111,7 +115,8 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
 def test_an_import_that_fails(db: Path, store: Store) -> None:
     at = run(app(dataset="shop"))
     _upload(at, "nothing.json", b"this is not json at all")
-    assert at.selectbox(key="import_target").value == "shop"
+    at.selectbox(key="import_target").select("shop")
+    run(at)
     at.button(key="import").click()
     run(at)
     job = next(j for j in store.jobs.recent("shop") if j.kind == "import")

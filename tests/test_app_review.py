@@ -142,12 +142,16 @@ def test_saving_the_reference_answer(db: Path, store: Store) -> None:
     assert store.sessions.get(pk).version == 2
 
 
-def test_the_reference_and_expected_facts_are_not_both_allowed(db: Path, store: Store) -> None:
+def test_the_reference_and_expected_facts_may_both_be_saved(db: Path, store: Store) -> None:
     at = _review()
     by_prefix(at.text_area, "s-expected_facts-").input("It shipped")
     _submit(at, "truth-")
-    assert any("Nothing was saved" in e and "both set" in e for e in texts(at, "error"))
-    assert store.sessions.get(store.sessions.find("review", "r-tools")).version == 1
+    assert "The ground truth saved." in texts(at, "toast")
+    assert not texts(at, "error")
+    stored = store.sessions.get(store.sessions.find("review", "r-tools"))
+    assert stored.version == 2
+    assert stored.session.reference == "The parcel left the warehouse on Monday."
+    assert stored.session.expected_facts == ["It shipped"]
 
 
 def test_tool_calls_copied_from_the_conversation(db: Path, store: Store) -> None:

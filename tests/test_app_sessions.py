@@ -24,8 +24,11 @@ from apptest_util import (  # noqa: F401 (fixtures)
     template_db_fixture,
     texts,
 )
+from dbutil import as_user
+from formats_util import write_jsonl
 from streamlit.testing.v1 import AppTest
 
+from evalcore.importing import import_file
 from evalcore.store import Store
 from evalcore.store.queries import SessionFilter
 
@@ -83,6 +86,33 @@ def test_each_filter_changes_the_count(db: Path, widget: str, key: str, value: A
     run(at)
     assert _total(at) == expected
     assert len(_ids(at)) == expected
+
+
+def test_search_leaves_the_system_prompt_out_unless_ticked(db: Path, store: Store, tmp_path: Path) -> None:
+    """The labeler's finding (issue 24): a word of the system prompt matched every session; a tool name none."""
+    rows = [
+        {
+            "schema_version": 1,
+            "session_id": f"sys-{i}",
+            "messages": [
+                {"role": "system", "content": "Policy: vouchers after three hours."},
+                {"role": "user", "content": f"Question {i}"},
+                {"role": "assistant", "tool_calls": [{"id": "c", "name": "find_voucher" if i % 2 else "rebook"}]},
+            ],
+        }
+        for i in range(4)
+    ]
+    assert import_file(as_user(store, "ann", "admin"), write_jsonl(tmp_path / "sys.jsonl", rows), "sys").new == 4
+    at = open_page(run(app(dataset="sys")), "sessions")
+    at.text_input(key="f_search").input("vouchers")
+    run(at)
+    assert _total(at) == 0
+    at.checkbox(key="f_search_system").check()
+    run(at)
+    assert _total(at) == 4
+    at.text_input(key="f_search").input("find_voucher")  # a tool's name
+    run(at)
+    assert sorted(_ids(at)) == ["sys-1", "sys-3"]
 
 
 def test_filters_combine_and_search_finds_the_session(db: Path) -> None:

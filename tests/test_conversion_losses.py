@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from formats_util import load_output, write_jsonl
 
-from evalcore import convert_file, read_path
+from evalcore import convert_file, read_path, validate_file
+from evalcore.convert import ConvertReport
 from evalcore.formats import formats
 from evalcore.formats._blocks import image_url_of, media_of
 from evalcore.schema import Message, Session
@@ -133,11 +134,31 @@ SAMPLE = Path(__file__).parent.parent / "sample_data" / "evalcore.jsonl"
 def test_ground_truth_a_format_has_no_place_for_is_named_and_nothing_else(tmp_path: Path, fmt: str) -> None:
     """Every ground-truth field the sample has and the format does not bring back is named in a warning on its
     record; every field named is indeed gone (no false alarm)."""
+    _losses_are_named(SAMPLE, tmp_path, fmt)
+
+
+@pytest.mark.parametrize("fmt", [f.name for f in formats() if f.writable], ids=str)
+def test_a_reference_beside_expected_facts_is_kept_or_named(tmp_path: Path, fmt: str) -> None:
+    """A session may hold a reference answer and expected facts both; a format that holds only one of them
+    (databricks: a row with both is refused by Databricks) writes the facts and names the reference dropped."""
+    first = json.loads(SAMPLE.read_text().splitlines()[0])
+    assert first["expected_facts"] and "reference" not in first
+    both = {**first, "reference": "You are rebooked free on the 18:40 flight, with a $15 meal voucher."}
+    source = write_jsonl(tmp_path / "both.jsonl", [both])
+    assert validate_file(source).errors == 0
+    report = _losses_are_named(source, tmp_path, fmt)
+    if fmt == "databricks":
+        (row,) = load_output(tmp_path / f"o.{fmt}.jsonl")
+        assert row["expected_facts"] == first["expected_facts"] and "expected_response" not in row
+        assert "reference" in report.problems[0].message.split(" not carried")[0].split(", ")
+
+
+def _losses_are_named(source: Path, tmp_path: Path, fmt: str) -> ConvertReport:
     out, back = tmp_path / f"o.{fmt}.jsonl", tmp_path / "back.jsonl"
-    report = convert_file(SAMPLE, out, to=fmt)
+    report = convert_file(source, out, to=fmt)
     assert report.errors == 0
     assert convert_file(out, back, to="evalcore").errors == 0
-    with read_path(SAMPLE) as results:
+    with read_path(source) as results:
         before = [r.session for r in results]
     with read_path(back) as results:
         after = [r.session for r in results]
@@ -151,3 +172,4 @@ def test_ground_truth_a_format_has_no_place_for_is_named_and_nothing_else(tmp_pa
         if fmt == "gaussia":  # the reference goes into the last turn's ground truth
             gone.discard("reference")
         assert named.get(line, set()) == gone, (line, named.get(line), gone)
+    return report

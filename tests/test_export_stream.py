@@ -57,6 +57,21 @@ def _long_sessions() -> list[dict[str, Any]]:
     return sessions
 
 
+def _system_prompt_sessions() -> list[dict[str, Any]]:
+    """Six sessions; the first three with a system prompt saying "vouchers", the others with none."""
+    return [
+        {
+            "session_id": f"sys-{i}",
+            "messages": [
+                *([{"role": "system", "content": "Policy: vouchers after three hours."}] if i < 3 else []),
+                {"role": "user", "content": f"Question {i}: a voucher?" if i == 5 else f"Question {i}"},
+                {"role": "assistant", "content": "Yes."},
+            ],
+        }
+        for i in range(6)
+    ]
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file with ``shop`` (30 sessions, scored by turn_count in run 1), ``long`` (400), and
@@ -66,6 +81,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with open_store(path) as store:
         import_file(store, write_jsonl(folder / "shop.jsonl", shop_sessions()), "shop", workers=1)
         import_file(store, write_jsonl(folder / "long.jsonl", _long_sessions()), "long", workers=1)
+        import_file(store, write_jsonl(folder / "sys.jsonl", _system_prompt_sessions()), "sys", workers=1)
         score_dataset(store, "shop", ["turn_count"])
         pk = store.sessions.find("shop", "shop-04")
         change = {"reference": "Edited by a reviewer: <b>bold</b>"}
@@ -98,6 +114,9 @@ CASES: list[tuple[str, str, str, list[str], dict[str, Any]]] = [
     ("shop", "open-responses", ".json", ["--status", "approved,flagged", "--tag", "refund"],
      {"status": ["approved", "flagged"], "tags": ["refund"]}),
     ("shop", "evalcore", ".jsonl", ["--search", "nowhere"], {"search": "nowhere"}),  # empty
+    ("sys", "evalcore", ".jsonl", ["--search", "voucher*"], {"search": "voucher*"}),  # 1: not the system prompt
+    ("sys", "openai", ".jsonl", ["--search", "voucher*", "--search-system-prompt"],
+     {"search": "voucher*", "search_system_prompt": True}),  # 4: the system prompt too
 ]  # fmt: skip
 
 
@@ -128,6 +147,11 @@ def test_streamed_bytes_are_the_cli_file(
     assert manifest["file"] == download.file_name == download_name(dataset, to, array=array)
     same = ("dataset", "format", "filters", "count", "bytes", "store_schema_version", "session_schema_version")
     assert {k: manifest[k] for k in same} == {k: cli_manifest[k] for k in same}
+    if dataset == "sys":
+        assert cli_manifest["count"] == (4 if "--search-system-prompt" in options else 1)
+        command = cli_command(dataset, to, filters, out.name) or ""
+        words = ["evalcore", "export", "--dataset", dataset, "--to", to, "-o", out.name, *options]
+        assert shlex.split(command) == words
 
 
 def test_large_exports_come_in_several_chunks(store: Store) -> None:

@@ -347,16 +347,12 @@ def test_tags_from_text() -> None:
     }
 
 
-def test_a_reference_and_expected_facts_together_are_a_problem() -> None:
+def test_a_reference_and_expected_facts_may_both_be_set() -> None:
     session = Session(reference="It shipped.")
     result = session_changes(session, {"expected_facts": "shipped"})
-    assert [str(p) for p in result.problems] == [
-        "expected_facts: a reference answer and expected facts are both set; give only one"
-    ]
-    assert session_changes(session, {"expected_facts": "shipped", "reference": ""}).ok
-    # A session that already had both is not blocked (the store does not block it either).
+    assert result.ok and result.changes == {"expected_facts": ["shipped"]}
     both = Session(reference="r", expected_facts=["f"])
-    assert session_changes(both, {"goal": "g"}).ok
+    assert session_changes(both, {"reference": "r2"}).changes == {"reference": "r2"}
 
 
 def test_calls_from_the_conversation() -> None:
@@ -491,14 +487,14 @@ def test_an_evalcore_session_with_every_field_round_trips(store: Store, tmp_path
     assert [(c.name, c.id, c.metadata) for c in calls] == [("notify", None, {}), ("get_order", "r1", {"step": 1})]
 
 
-def test_the_store_refuses_what_the_form_flags(store: Store, tmp_path: Path) -> None:
+def test_the_store_keeps_a_reference_and_expected_facts_both(store: Store, tmp_path: Path) -> None:
+    """The labeler's finding (issue 24): a reference answer could not be saved beside a file's expected facts."""
     row = dict(RAGAS_ROW, reference="It shipped.")
     import_file(store, write_jsonl(tmp_path / "s.jsonl", [row]), "d")
     (pk,) = store.sessions.pks("d")
     stored = store.sessions.get(pk)
-    result = session_changes(stored.session, {"expected_facts": "shipped"})
-    assert not result.ok
-    from evalcore.errors import UsageError
-
-    with pytest.raises(UsageError, match="expected_facts and reference"):
-        as_user(store, "t").sessions.save(pk, result.changes, base_version=stored.version)
+    result = session_changes(stored.session, {"expected_facts": "shipped\non Monday"})
+    assert result.ok
+    as_user(store, "t").sessions.save(pk, result.changes, base_version=stored.version)
+    saved = store.sessions.get(pk).session
+    assert (saved.reference, saved.expected_facts) == ("It shipped.", ["shipped", "on Monday"])

@@ -166,11 +166,13 @@ def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) 
     with pytest.raises(UsageError, match="cannot edit messages"):
         as_user(store, "ana").sessions.save(pk, {"messages": []}, base_version=1)
     as_user(store, "ana").sessions.save(pk, {"reference": "r"}, base_version=1)
-    with pytest.raises(UsageError, match="expected_facts and reference"):
-        as_user(store, "ana").sessions.save(pk, {"expected_facts": ["a"]}, base_version=2)
     with pytest.raises(UsageError, match="status"):
         as_user(store, "ana").sessions.set_status(pk, "done", base_version=2)
     assert store.sessions.get(pk).version == 2 and len(store.sessions.history(pk)) == 1
+    # A reference answer and expected facts may both be set (issue 24): no longer "give only one".
+    as_user(store, "ana").sessions.save(pk, {"expected_facts": ["a"]}, base_version=2)
+    both = store.sessions.get(pk).session
+    assert (both.reference, both.expected_facts) == ("r", ["a"])
 
 
 def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:
@@ -260,8 +262,12 @@ def test_tau_bench_sessions_keep_identity_and_scores(store: Store, tau_bench_fil
     pk = store.sessions.find("tau", "task-0-trial-0")
     stored = store.sessions.get(pk)
     assert stored.session.scores == {"reward": 0.0} and stored.session.reference_tool_calls
-    assert store.sessions.browse("tau", SessionFilter(search="baggage")).total > 0
-    assert fts5_query(terms('certificate "x')) == '"certificate" "x"'
+    # "baggage" is a word of the airline policy, the system prompt of every session: found only when asked
+    assert store.sessions.browse("tau", SessionFilter(search="baggage", search_system_prompt=True)).total == 40
+    assert store.sessions.browse("tau", SessionFilter(search="baggage")).total < 40
+    assert store.sessions.browse("tau", SessionFilter(search="get_user_details")).total > 0  # a tool's name
+    assert fts5_query(terms('certificate "x'), system=True) == '"certificate" "x"'
+    assert fts5_query(terms('certificate "x')) == '{search_text} : ("certificate" "x")'
 
 
 def test_restore_is_one_save_and_swapped_qa_ids_are_fine(store: Store, tmp_path: Path) -> None:
@@ -373,9 +379,14 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
             len(session.messages),
             len(session.tool_calls()),
         )
-        texts = [m.text for m in session.messages]
+        texts = [m.text for m in session.messages if m.role != "system"]
+        for m in session.messages:  # every call's name and arguments
+            for call in m.tool_calls or []:
+                texts += [call.name, json.dumps(call.args, ensure_ascii=False) if call.args else ""]
         texts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
         texts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
         assert row.search_text == "\n".join(t for t in texts if t)
+        system = [session.context or "", *(m.text for m in session.messages if m.role == "system")]
+        assert row.system_text == "\n".join(t for t in system if t)
         assert json.loads(row.tags) == session.tags and row.tag_list == tuple(session.tags)
     assert row_for(1, "f", sessions[-3]).title == "block one\nno"

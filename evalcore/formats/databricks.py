@@ -41,6 +41,13 @@ class DatabricksFormat(Format):
     writable = True
     keeps_truth = frozenset({"reference", "expected_facts", "guidelines", "expected_retrieved_context", "goal"})
 
+    def kept_truth(self, session: Session) -> frozenset[str]:
+        # A row holds expected_facts or expected_response, not both (Databricks refuses both): with both, the
+        # facts are written (what the correctness judge uses first) and the reference is counted as dropped.
+        if session.reference is not None and session.expected_facts is not None:
+            return self.keeps_truth - {"reference"}
+        return self.keeps_truth
+
     def carries(self, block: dict[str, Any]) -> bool:
         return chat_carries(block)
 
@@ -274,7 +281,7 @@ def _expectations_in(row: dict[str, Any], data: dict[str, Any], meta: dict[str, 
 
 def _expectations_out(session: Session) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    reference = session.reference if session.expected_facts is not None else session.reference_answer()
+    reference = None if session.expected_facts is not None else session.reference_answer()  # one of the two
     if reference is not None:
         out["expected_response"] = reference
     if session.expected_facts is not None:

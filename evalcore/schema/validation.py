@@ -60,14 +60,8 @@ def validate_session(session: Session, *, shallow: bool = False) -> list[Problem
     problems += _check_tool_order(session)
     problems += _check_tool_links(session)
     problems += _check_turns(session)
-    if session.expected_facts is not None and session.reference is not None:
-        problems.append(
-            Problem(
-                "error",
-                "expected_facts",
-                "expected_facts and reference (expected_response) are both set; give only one",
-            )
-        )
+    # A reference answer and expected facts may both be set: the formats that hold only one (databricks)
+    # write the facts and count the reference as dropped (``Format.kept_truth``, ``evalcore.convert``).
     return problems
 
 

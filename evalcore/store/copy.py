@@ -39,14 +39,14 @@ def _table(name: str, key: str, columns: str) -> _Table:
 
 
 #: Every table of the store, parents before children, with its columns (the same on both engines; the
-#: PostgreSQL-only ``search_tsv`` is generated from ``search_text``).
+#: PostgreSQL-only ``search_tsv`` and ``system_tsv`` are generated from ``search_text`` and ``system_text``).
 TABLES: tuple[_Table, ...] = (
     _table("users", "id", "id iss sub email name role disabled provider created_at created_by last_seen_at"),
     _table("datasets", "id", "id name description created_at last_import_at last_import_source guidelines"),
     _table(
         "sessions", "id",
         "id dataset_id key session_id assistant_id title status status_by status_at tags n_turns n_messages "
-        "n_tool_calls source format position line data content_hash n_edits version search_text created_at "
+        "n_tool_calls source format position line data content_hash n_edits version search_text system_text created_at "
         "updated_at updated_by has_truth",
     ),
     _table("session_tags", "session_pk tag", "session_pk tag"),
@@ -165,9 +165,12 @@ def copy_store(
                 for rows in _rows(conn, table):
                     if table.name == "meta":
                         rows = [r for r in rows if r[0] != _SOURCE_NOTE]
-                    if search_at is not None:
-                        document = dst_engine.search_document
-                        rows = [(*r[:search_at], document(r[search_at]), *r[search_at + 1 :]) for r in rows]
+                    if search_at is not None:  # search_text, then system_text
+                        documents = dst_engine.search_documents
+                        rows = [
+                            (*r[:search_at], *documents(r[search_at], r[search_at + 1]), *r[search_at + 2 :])
+                            for r in rows
+                        ]
                     out.executemany(upsert, rows)
                     written += len(rows)
                     if on_progress:

@@ -127,13 +127,14 @@ class Engine(ABC):
     for_update: str = ""
 
     @abstractmethod
-    def search_clause(self, text: str) -> tuple[str, list[Any]]:
+    def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
         """SQL (over ``sessions s``) true for the sessions whose text has every word of ``text``
-        (``evalcore.store.search``), and its parameters; a ``UsageError`` when ``text`` has no word."""
+        (``evalcore.store.search``), and its parameters; a ``UsageError`` when ``text`` has no word. The
+        system prompt (``system_text``) is searched too only with ``system``."""
 
     @abstractmethod
-    def search_document(self, text: str) -> str:
-        """``search_text`` as this engine stores it (PostgreSQL: the words its index takes)."""
+    def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
+        """``search_text`` and ``system_text`` as this engine stores them (PostgreSQL: the words its index takes)."""
 
     @abstractmethod
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
@@ -166,6 +167,9 @@ class Engine(ABC):
     def after_copy(self, conn: Conn) -> None:
         """Make what ``evalcore db copy`` wrote whole, in its transaction: SQLite's search index built from the
         sessions, PostgreSQL's id sequences moved past the ids copied in."""
+
+    #: The migrations applied as this engine opened its database (SQLite migrates a file on opening it).
+    applied_on_open: tuple[str, ...] = ()
 
     @abstractmethod
     def migrate(self) -> list[str]:

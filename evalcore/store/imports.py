@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from evalcore.errors import DatabaseFaultError
 from evalcore.store.engine import Conn, Engine
 from evalcore.store.records import now
-from evalcore.store.rows import Row, search_text
+from evalcore.store.rows import Row, search_text, system_text
 
 if TYPE_CHECKING:
     from evalcore.store.records import StoredSession
@@ -129,13 +129,10 @@ class Importing:
         )
         # The text search sees the new conversation with the reviewers' ground truth laid over it.
         effective = self._get(conn, pk)
+        text, system = self._engine.search_documents(search_text(effective.session), system_text(effective.session))
         conn.execute(
-            "UPDATE sessions SET search_text = ?, has_truth = ? WHERE id = ?",
-            [
-                self._engine.search_document(search_text(effective.session)),
-                int(effective.session.has_ground_truth()),
-                pk,
-            ],
+            "UPDATE sessions SET search_text = ?, system_text = ?, has_truth = ? WHERE id = ?",
+            [text, system, int(effective.session.has_ground_truth()), pk],
         )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlite_utils import Database, Migrations
 
-__all__ = ["MIGRATION_SET", "MIGRATIONS", "SCHEMA_VERSION", "applied", "migration_set"]
+__all__ = ["MIGRATION_SET", "MIGRATIONS", "SCHEMA_VERSION", "SEARCH_REINDEX", "applied", "migration_set"]
 
 #: The name of evalcore's set in sqlite-utils' ``_sqlite_migrations`` table.
 MIGRATION_SET = "evalcore"
@@ -428,6 +428,44 @@ def users(db: Database) -> None:
         db.execute(f"ALTER TABLE {table} ADD COLUMN author_id INTEGER REFERENCES users(id)")
     db.execute("ALTER TABLE runs ADD COLUMN created_by TEXT")
     db.execute("ALTER TABLE runs ADD COLUMN created_by_id INTEGER REFERENCES users(id)")
+
+
+#: The meta note a migration that changes what search indexes leaves: the store computes every session's search
+#: texts anew when it is next opened (``Sessions.reindex_search``: the reviewers' edits laid over the file's).
+SEARCH_REINDEX = "search_reindex"
+
+
+@_migration("0013_search_system_text")
+def search_system_text(db: Database) -> None:
+    """Search sees the tools' names and arguments, and the system prompt only when asked: the system prompt and
+    context move to a column of their own, ``system_text``, the full-text index's second column."""
+    db.execute("ALTER TABLE sessions ADD COLUMN system_text TEXT NOT NULL DEFAULT ''")
+    db.execute("DROP TRIGGER sessions_fts_update")
+    db.execute("DROP TRIGGER sessions_fts_delete")
+    db.execute("DROP TABLE sessions_fts")
+    db.execute(
+        "CREATE VIRTUAL TABLE sessions_fts USING fts5(search_text, system_text, content='sessions', "
+        "content_rowid='id', tokenize='unicode61 remove_diacritics 2')"
+    )
+    db.execute(
+        """
+        CREATE TRIGGER sessions_fts_update AFTER UPDATE OF search_text, system_text ON sessions BEGIN
+            INSERT INTO sessions_fts (sessions_fts, rowid, search_text, system_text)
+                VALUES ('delete', old.id, old.search_text, old.system_text);
+            INSERT INTO sessions_fts (rowid, search_text, system_text)
+                VALUES (new.id, new.search_text, new.system_text);
+        END"""
+    )
+    db.execute(
+        """
+        CREATE TRIGGER sessions_fts_delete AFTER DELETE ON sessions BEGIN
+            INSERT INTO sessions_fts (sessions_fts, rowid, search_text, system_text)
+                VALUES ('delete', old.id, old.search_text, old.system_text);
+        END"""
+    )
+    db.execute("INSERT INTO sessions_fts (sessions_fts) VALUES ('rebuild')")  # searchable at once, as it was
+    if db.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+        db.execute("INSERT INTO meta (key, value) VALUES (?, 'pending') ON CONFLICT (key) DO NOTHING", [SEARCH_REINDEX])
 
 
 @_migration("0014_labeling")

@@ -209,11 +209,24 @@ _SORT_INDEXES = [
     )
 ]
 
+# The system prompt in a column of its own, searched only when asked (as SQLite's 0013): ``search_tsv`` (the
+# conversation, tools, ground truth) as it was, and ``system_tsv`` for the system prompt's other words
+# (``search.documents`` keeps the two columns' words apart: together they take what ``search_tsv`` took before).
+_SEARCH_SYSTEM_TEXT = [
+    "ALTER TABLE sessions ADD COLUMN system_text TEXT NOT NULL DEFAULT ''",
+    "ALTER TABLE sessions ADD COLUMN system_tsv tsvector GENERATED ALWAYS AS "
+    "(array_to_tsvector(string_to_array(system_text, ' '))) STORED",
+    "CREATE INDEX idx_sessions_search_system ON sessions USING GIN (system_tsv)",
+    "INSERT INTO meta (key, value) SELECT 'search_reindex', 'pending' WHERE EXISTS (SELECT 1 FROM sessions) "
+    "ON CONFLICT (key) DO NOTHING",
+]
+
 #: Every migration, in the order they apply: (name, statements).
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0001_initial", _INITIAL),
     ("0002_jobs_owner", ["ALTER TABLE jobs ADD COLUMN owner TEXT"]),  # as SQLite's 0011
     ("0003_users", _USERS),  # as SQLite's 0012
     ("0004_sort_indexes", _SORT_INDEXES),  # (PostgreSQL only)
+    ("0005_search_system_text", _SEARCH_SYSTEM_TEXT),  # as SQLite's 0013
     ("0006_labeling", list(LABELING_TABLES)),  # as SQLite's 0014
 ]

@@ -230,6 +230,7 @@ def _numbers(conn: Any) -> None:
 
 _INSERT_COLUMNS = (*ROW_COLUMNS, "created_at", "updated_at")
 _SEARCH_AT = ROW_COLUMNS.index("search_text")
+_SYSTEM_AT = ROW_COLUMNS.index("system_text")
 _TITLE_AT = ROW_COLUMNS.index("title")
 
 
@@ -398,14 +399,20 @@ class PostgresEngine(Engine):
 
     # -- what PostgreSQL says its own way ------------------------------------------------------------
 
-    def search_clause(self, text: str) -> tuple[str, list[Any]]:
+    def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
         found = search.terms(text)
         if not found:
             raise UsageError(f"the search {text!r} has no word to look for")
-        return "s.search_tsv @@ CAST(? AS tsquery)", [search.tsquery(found)]
+        if not system:
+            return "s.search_tsv @@ CAST(? AS tsquery)", [search.tsquery(found)]
+        # Each word in the conversation's words or the system prompt's (the two documents hold different words):
+        # both GIN indexes answer it, combined word by word.
+        either = "(s.search_tsv @@ CAST(? AS tsquery) OR s.system_tsv @@ CAST(? AS tsquery))"
+        words = [search.tsquery([term]) for term in found]
+        return "(" + " AND ".join([either] * len(words)) + ")", [w for word in words for w in (word, word)]
 
-    def search_document(self, text: str) -> str:
-        return search.document(text)
+    def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
+        return search.documents(search_text, system_text)
 
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
         assert isinstance(conn, _PgConn)
@@ -417,7 +424,7 @@ class PostgresEngine(Engine):
         ):
             for row in rows:
                 values = list(row.values())
-                values[_SEARCH_AT] = search.document(values[_SEARCH_AT])
+                values[_SEARCH_AT], values[_SYSTEM_AT] = search.documents(values[_SEARCH_AT], values[_SYSTEM_AT])
                 values[_TITLE_AT] = values[_TITLE_AT].replace("\x00", "")
                 copy.write_row((*values, stamp, stamp))
 

@@ -61,6 +61,7 @@ class SessionFilter:
     tags: list[str] = field(default_factory=list)  # sessions carrying every one of these tags
     assistant: str | None = None
     search: str | None = None  # words, all of which must appear (``word*`` for a prefix)
+    search_system_prompt: bool = False  # search the system prompt (and context) too; left out by default
     has_truth: bool | None = None  # True: only sessions with ground truth; False: only those without
     run_id: int | None = None  # with ``metric``: only sessions this run scored...
     metric: str | None = None
@@ -69,7 +70,7 @@ class SessionFilter:
 
     def as_dict(self) -> dict[str, Any]:
         """The filter's set fields, for a manifest."""
-        return {k: v for k, v in asdict(self).items() if v not in (None, [])}
+        return {k: v for k, v in asdict(self).items() if v not in (None, []) and (k != "search_system_prompt" or v)}
 
 
 @dataclass
@@ -112,7 +113,7 @@ def _query(engine: Engine, dataset_id: int, f: SessionFilter, *, with_score: boo
         where.append("s.has_truth = ?")
         args.append(int(f.has_truth))
     if f.search is not None and f.search.strip():
-        clause, values = engine.search_clause(f.search)
+        clause, values = engine.search_clause(f.search, system=f.search_system_prompt)
         where.append(clause)
         args += values
     if f.min_score is not None:

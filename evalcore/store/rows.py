@@ -13,15 +13,29 @@ from typing import Any
 from evalcore.identity import identity_key
 from evalcore.schema import Message, Session, block_text
 
-__all__ = ["ROW_COLUMNS", "Row", "message_texts", "row_for", "search_text", "session_key"]
+__all__ = ["ROW_COLUMNS", "Row", "message_texts", "row_for", "search_text", "session_key", "system_text"]
 
 
 def search_text(session: Session, texts: list[str] | None = None) -> str:
-    """The text full-text search sees: every message and the ground truth. ``texts``: the messages' texts
-    (``message_texts``), when the caller has them already."""
-    parts = message_texts(session.messages) if texts is None else list(texts)
+    """The text full-text search sees: every message but the system prompt's, each tool call's name and
+    arguments, and the ground truth. ``texts``: the messages' texts (``message_texts``), when the caller has
+    them already."""
+    texts = message_texts(session.messages) if texts is None else texts
+    parts = [text for m, text in zip(session.messages, texts, strict=True) if m.role != "system"]
+    for call in session.tool_calls():
+        parts.append(call.name)
+        if call.args:
+            parts.append(json.dumps(call.args, ensure_ascii=False, default=str))
     parts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
     parts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
+    return "\n".join(p for p in parts if p)
+
+
+def system_text(session: Session, texts: list[str] | None = None) -> str:
+    """The system prompt as search sees it, when asked to: the session's context and its system messages."""
+    texts = message_texts(session.messages) if texts is None else texts
+    system = (text for m, text in zip(session.messages, texts, strict=True) if m.role == "system")
+    parts = [session.context or "", *system]
     return "\n".join(p for p in parts if p)
 
 
@@ -35,7 +49,8 @@ def session_key(session: Session, source: str) -> str:
 #: The sessions-table columns a ``Row`` fills, in the order of ``Row.values`` (the field names of ``Row``).
 ROW_COLUMNS = (
     "dataset_id", "key", "session_id", "assistant_id", "title", "status", "tags", "n_turns", "n_messages",
-    "n_tool_calls", "source", "format", "position", "line", "data", "content_hash", "search_text", "has_truth",
+    "n_tool_calls", "source", "format", "position", "line", "data", "content_hash", "search_text", "system_text",
+    "has_truth",
 )  # fmt: skip
 
 
@@ -60,6 +75,7 @@ class Row:
     data: str  # the session as JSON, without its provenance
     content_hash: str
     search_text: str
+    system_text: str
     has_truth: int
     tag_list: tuple[str, ...]  # the tags, one a row of session_tags
 
@@ -68,7 +84,7 @@ class Row:
         return (
             self.dataset_id, self.key, self.session_id, self.assistant_id, self.title, self.status, self.tags,
             self.n_turns, self.n_messages, self.n_tool_calls, self.source, self.format, self.position, self.line,
-            self.data, self.content_hash, self.search_text, self.has_truth,
+            self.data, self.content_hash, self.search_text, self.system_text, self.has_truth,
         )  # fmt: skip
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -94,6 +110,7 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         dataset_id, key, session.session_id, session.assistant_id, texts[users[0]][:200] if users else "",
         session.status, json.dumps(session.tags) if session.tags else "[]", len(users), len(messages),
         len(session.tool_calls()), p.source if p else None, p.format if p else None, p.position if p else None,
-        p.line if p else None, data, content_hash, search_text(session, texts), int(session.has_ground_truth()),
+        p.line if p else None, data, content_hash, search_text(session, texts), system_text(session, texts),
+        int(session.has_ground_truth()),
         tuple(session.tags),
     )  # fmt: skip

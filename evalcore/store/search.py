@@ -7,6 +7,11 @@ lexemes of a ``tsquery``. So both engines find the same sessions for the same qu
 
 A query is the words a person typed: every word must appear; ``word*`` matches words that start with it.
 A typed word that FTS5 cuts in several (``foo_bar``, ``naïve-x``) asks for each of its parts.
+
+A session has two texts (``evalcore.store.rows``): ``search_text`` (the conversation without its system prompt,
+the tools' names and arguments, the ground truth) and ``system_text`` (the system prompt and context). A search
+looks in the first only, unless asked to look in the system prompt too: words a system prompt shares with
+every session of a dataset would otherwise match them all.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-__all__ = ["MAX_WORD_BYTES", "document", "fts5_query", "terms", "tsquery", "words"]
+__all__ = ["MAX_WORD_BYTES", "document", "documents", "fts5_query", "terms", "tsquery", "words"]
 
 _TYPED = re.compile(r"[\w*]+", re.UNICODE)
 #: PostgreSQL keeps no lexeme longer than this: a longer word is not searchable there.
@@ -48,9 +53,11 @@ def terms(text: str) -> list[tuple[str, bool]]:
     return found
 
 
-def fts5_query(found: list[tuple[str, bool]]) -> str:
-    """``terms`` as an FTS5 query: ``"word" "pre"*`` (a word holds no quote: quotes separate words)."""
-    return " ".join(f'"{word}"' + ("*" if prefix else "") for word, prefix in found)
+def fts5_query(found: list[tuple[str, bool]], *, system: bool = False) -> str:
+    """``terms`` as an FTS5 query: ``"word" "pre"*`` (a word holds no quote: quotes separate words), in the
+    ``search_text`` column only unless ``system`` (then in either column: each word in one or the other)."""
+    words = " ".join(f'"{word}"' + ("*" if prefix else "") for word, prefix in found)
+    return words if system else "{search_text} : (" + words + ")"
 
 
 def tsquery(found: list[tuple[str, bool]]) -> str:
@@ -61,19 +68,28 @@ def tsquery(found: list[tuple[str, bool]]) -> str:
     return " & ".join(quoted)
 
 
-def document(text: str) -> str:
+def document(text: str, *, skip: frozenset[str] | set[str] = frozenset(), budget: int = _MAX_DOCUMENT_BYTES) -> str:
     """A session's text as PostgreSQL indexes it: its distinct words (as ``words``), space-separated, each of at
-    most ``MAX_WORD_BYTES``, up to about 900 KB in all."""
+    most ``MAX_WORD_BYTES``, up to ``budget`` bytes (about 900 KB) in all; the words in ``skip`` left out."""
     kept: dict[str, None] = {}
     size = 0
     for word in words(text):
-        if word in kept:
+        if word in kept or word in skip:
             continue
         length = len(word.encode())
         if length > MAX_WORD_BYTES:
             continue
         size += length + 1
-        if size > _MAX_DOCUMENT_BYTES:
+        if size > budget:
             break
         kept[word] = None
     return " ".join(kept)
+
+
+def documents(search_text: str, system_text: str) -> tuple[str, str]:
+    """A session's two texts as PostgreSQL indexes them: the system text's document holds only the words the
+    other lacks (a search of both asks each word of one or the other), and both together take no more than one
+    document did when the system prompt was part of the text."""
+    first = document(search_text)
+    kept = set(first.split())
+    return first, document(system_text, skip=kept, budget=_MAX_DOCUMENT_BYTES - len(first.encode()))

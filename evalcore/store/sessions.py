@@ -23,9 +23,10 @@ from evalcore.store.bulk import BulkChanges
 from evalcore.store.engine import Conn
 from evalcore.store.imports import Importing
 from evalcore.store.jsontext import loads
+from evalcore.store.migrations import SEARCH_REINDEX
 from evalcore.store.queries import Browsing
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, StoredSession, now
-from evalcore.store.rows import search_text
+from evalcore.store.rows import search_text, system_text
 
 if TYPE_CHECKING:
     from evalcore.store.store import Store
@@ -64,6 +65,32 @@ class Sessions(Browsing, BulkChanges, Importing):
         if row is None:
             raise NotFoundError(f"no session #{pk}")
         return self._stored(conn, row)
+
+    def reindex_search(self, *, only_if_pending: bool = True) -> int:
+        """Compute every session's search texts anew, as a save computes them (the reviewers' edits laid over the
+        file's session), in one transaction: after a migration changed what search indexes, which leaves the
+        ``SEARCH_REINDEX`` note (a SQLite store does it when opening applied migrations; ``Store.upgrade`` does it
+        on both engines). With ``only_if_pending`` (the default) nothing is done without the note. How many
+        sessions were indexed."""
+        note = "SELECT 1 FROM meta WHERE key = ?"
+        if only_if_pending:
+            with self._engine.read() as conn:
+                if conn.execute(note, [SEARCH_REINDEX]).fetchone() is None:
+                    return 0
+        with paused_gc(), self._engine.write() as conn:
+            if only_if_pending and conn.execute(note, [SEARCH_REINDEX]).fetchone() is None:
+                return 0  # another process did it meanwhile
+            pks = [int(r[0]) for r in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall()]
+            for start in range(0, len(pks), 500):
+                chunk = pks[start : start + 500]
+                rows = conn.execute(f"{_SELECT} WHERE s.id IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                texts = []
+                for row in rows:
+                    session = self._stored(conn, row).session
+                    texts.append((*self._engine.search_documents(search_text(session), system_text(session)), row[0]))
+                conn.executemany("UPDATE sessions SET search_text = ?, system_text = ? WHERE id = ?", texts)
+            conn.execute("DELETE FROM meta WHERE key = ?", [SEARCH_REINDEX])
+        return len(pks)
 
     def get_many(self, pks: list[int]) -> list[StoredSession]:
         """The sessions stored under ``pks``, in that order (missing ones left out)."""
@@ -311,9 +338,9 @@ class Sessions(Browsing, BulkChanges, Importing):
     ) -> bool:
         """Write the session's new version over ``base_version``; False when the row is at another version."""
         sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
-        sets += ["search_text = ?", "has_truth = ?"]
-        text = self._engine.search_document(search_text(session))
-        args: list[Any] = [stamp, author, n_edits, text, int(session.has_ground_truth())]
+        sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
+        text, system = self._engine.search_documents(search_text(session), system_text(session))
+        args: list[Any] = [stamp, author, n_edits, text, system, int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
             args += [session.status, author, stamp]

@@ -221,7 +221,7 @@ class SqliteEngine(Engine):
         self._connections: list[tuple[weakref.ref[threading.Thread], _Connection]] = []
         self._applied: list[str] = []
         try:
-            self.migrate()
+            self.applied_on_open = tuple(self.migrate())
         except DatabaseFaultError as exc:
             self.close()
             cause = exc.__cause__
@@ -361,14 +361,15 @@ class SqliteEngine(Engine):
 
     # -- what SQLite says its own way ----------------------------------------------------------------
 
-    def search_clause(self, text: str) -> tuple[str, list[Any]]:
+    def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
         found = search.terms(text)
         if not found:
             raise UsageError(f"the search {text!r} has no word to look for")
-        return "s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)", [search.fts5_query(found)]
+        query = search.fts5_query(found, system=system)
+        return "s.id IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH ?)", [query]
 
-    def search_document(self, text: str) -> str:
-        return text  # FTS5 cuts and folds it itself
+    def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
+        return search_text, system_text  # FTS5 cuts and folds them itself
 
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
         # The write lock is held (BEGIN IMMEDIATE): the new rows are the ids from here on. Entering the
@@ -376,7 +377,8 @@ class SqliteEngine(Engine):
         first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM sessions").fetchone()[0]
         conn.executemany(_INSERT_SESSIONS, [(*r.values(), stamp, stamp) for r in rows])
         conn.execute(
-            "INSERT INTO sessions_fts (rowid, search_text) SELECT id, search_text FROM sessions WHERE id >= ?",
+            "INSERT INTO sessions_fts (rowid, search_text, system_text) "
+            "SELECT id, search_text, system_text FROM sessions WHERE id >= ?",
             [first],
         )
 

@@ -158,6 +158,8 @@ class Store:
         self._owns_engine = True
         self._user: User | None = None  # (None: the local user, read when first needed)
         self._repositories()
+        if check and self._engine.applied_on_open:
+            self.sessions.reindex_search()  # after a migration that changed what search indexes
 
     def _repositories(self) -> None:
         from evalcore.store.answers import Answers
@@ -249,8 +251,11 @@ class Store:
         refuse_database_file(path, self.url)
 
     def upgrade(self) -> list[str]:
-        """Apply the schema's pending migrations (``evalcore db upgrade``); the names of those applied."""
-        return self._engine.migrate()
+        """Apply the schema's pending migrations (``evalcore db upgrade``), then index the sessions' search texts anew
+        if a migration asked for it (and an earlier try did not finish); the names of the migrations applied."""
+        applied = self._engine.migrate()
+        self.sessions.reindex_search()
+        return applied
 
     def before_fork(self) -> None:
         """Close every connection before this process forks (a child must not inherit one; see ``sqlite.py``).

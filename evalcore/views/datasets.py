@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from evalcore.store import Store
@@ -29,9 +30,13 @@ class DatasetRow:
     source: str = column("from")
 
 
-def dataset_rows(store: Store) -> list[DatasetRow]:
+def dataset_rows(store: Store, samples: Collection[str] = ()) -> list[DatasetRow]:
     """One row per dataset: size, source formats, review progress and last import (names as shown: invisible or
-    reordering characters written as escapes)."""
+    reordering characters written as escapes). The datasets the user made come first, the one imported last at
+    the top; then the sample datasets (``samples``: their names), by name."""
+    overviews = store.datasets.overviews()  # by name
+    sample = frozenset(samples)
+    mine = sorted((o for o in overviews if o.name not in sample), key=lambda o: o.last_import_at or "", reverse=True)
     return [
         DatasetRow(
             visible(o.name),
@@ -46,7 +51,7 @@ def dataset_rows(store: Store) -> list[DatasetRow]:
             (o.last_import_at or "")[:16].replace("T", " "),
             visible(o.last_import_source or ""),
         )  # fmt: skip
-        for o in store.datasets.overviews()
+        for o in [*mine, *(o for o in overviews if o.name in sample)]
     ]
 
 

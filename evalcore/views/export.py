@@ -65,6 +65,8 @@ def cli_command(dataset: str, to: str, filters: SessionFilter, file_name: str) -
         words += ["--assistant", filters.assistant]
     if filters.search:
         words += ["--search", filters.search]
+        if filters.search_system_prompt:
+            words.append("--search-system-prompt")
     if filters.run_id is not None and filters.metric is not None:
         words += ["--run", str(filters.run_id), "--metric", filters.metric]
     if filters.min_score is not None:

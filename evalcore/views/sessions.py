@@ -66,6 +66,7 @@ def page_filter(
     tags: list[str] | None = None,
     assistant: str | None = None,
     search: str | None = None,
+    search_system_prompt: bool = False,
     truth: str = "any",
     run_id: int | None = None,
     metric: str | None = None,
@@ -73,7 +74,8 @@ def page_filter(
     max_score: float | None = None,
 ) -> SessionFilter:
     """The filter the Sessions and Export pages' widgets describe: ``assistant`` "any" or empty and blank
-    ``search`` do not filter; ``truth`` is "any", "present" or "missing"; a score range needs a run and a metric."""
+    ``search`` do not filter (``search_system_prompt``: look in the system prompt too, with a search only); ``truth``
+    is "any", "present" or "missing"; a score range needs a run and a metric."""
     if truth not in _TRUTH:
         raise UsageError(f"unknown ground truth choice {truth!r}; use one of {', '.join(_TRUTH)}")
     if (min_score is not None or max_score is not None) and (run_id is None or metric is None):
@@ -83,6 +85,7 @@ def page_filter(
         tags=list(tags or []),
         assistant=None if assistant in (None, "", "any") else assistant,
         search=(search or "").strip() or None,
+        search_system_prompt=bool(search_system_prompt and (search or "").strip()),
         has_truth=_TRUTH[truth],
         run_id=run_id,
         metric=metric,

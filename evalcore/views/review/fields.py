@@ -574,17 +574,7 @@ def session_changes(session: Session, form: dict[str, Any]) -> FormResult:
     ``form`` maps field names of ``SESSION_EDITORS`` to raw widget values; a field missing from
     it is left as it is. With problems the page must refuse the save.
     """
-    result = _changes(SESSION_EDITORS, session, form_values(session), form)
-    # The store refuses both a reference and expected facts (unless the session had both already).
-    had_both = session.reference is not None and session.expected_facts is not None
-    reference = result.changes.get("reference", session.reference)
-    facts = result.changes.get("expected_facts", session.expected_facts)
-    if reference is not None and facts is not None and not had_both:
-        where = "expected_facts" if "expected_facts" in result.changes else "reference"
-        result.problems.append(
-            FieldProblem(where, None, "a reference answer and expected facts are both set; give only one")
-        )
-    return result
+    return _changes(SESSION_EDITORS, session, form_values(session), form)
 
 
 def turn_changes(truth: TurnTruth, form: dict[str, Any]) -> FormResult:
