@@ -6,7 +6,16 @@ import streamlit as st
 from evalcore.errors import EvalcoreError
 from evalcore.store.questions import KINDS, LEVELS
 from evalcore.store.queues import MAX_OVERLAP
-from evalcore.views.labeling import KIND_NOTES, question_def, question_form, question_rows, queue_rows, reviewer_rows
+from evalcore.views.labeling import (
+    KIND_NOTES,
+    agreement_rows,
+    disagreement_rows,
+    question_def,
+    question_form,
+    question_rows,
+    queue_rows,
+    reviewer_rows,
+)
 from evalcore.views.text import literal_message, literal_name
 from pages import _shared
 
@@ -42,7 +51,8 @@ def work_on(queue_id: int) -> None:
     st.session_state["labeling_go"] = (store.sessions.get(pk).link, queue_id)
 
 
-tabs = st.tabs(["Queues", "Questions", "Guidelines"] if admin else ["Queues"], key="labeling_tab")
+tabs = st.tabs(["Queues", "Questions", "Guidelines", "Agreement"] if admin else ["Queues"], key="labeling_tab",
+               on_change="rerun")  # fmt: skip
 
 with tabs[0]:
     if not queues:
@@ -177,3 +187,27 @@ if admin:
                 store.questions.set_guidelines(dataset, text)
                 st.session_state["labeling_done"] = "The guidelines are saved."
                 st.rerun()
+
+    with tabs[3]:
+        if tabs[3].open:
+            agreement = agreement_rows(store, dataset)
+            if not agreement:
+                st.info("No submitted answers to compare yet (text answers are not compared).")
+            else:
+                st.caption(
+                    "How far the reviewers' submitted answers agree, per question: Krippendorff's alpha (1 perfect, "
+                    "0 as by chance, below 0 systematic disagreement) at the level that fits the question, the share "
+                    "of answers alike, and Cohen's kappa of every two reviewers on the items both answered (with "
+                    "that count). A figure that cannot be computed says why."
+                )
+                figures = {
+                    "alpha": st.column_config.NumberColumn(format="%.3f"),
+                    "percent": st.column_config.NumberColumn(format="percent"),
+                }
+                _shared.table(agreement, column_config=figures)
+                differing = disagreement_rows(store, dataset)
+                st.markdown(f"**Disagreements** · {len(differing):,} (open one to settle it into gold on Review)")
+                if differing:
+                    _shared.table(differing, column_config={
+                        "review": st.column_config.LinkColumn("Open", display_text="Review"),
+                    })  # fmt: skip

@@ -39,7 +39,7 @@ def _submit(at: AppTest, label: str) -> AppTest:
 
 def test_an_admin_defines_questions_guidelines_and_a_queue(db: Path, store: Store) -> None:
     at = _labeling("ada", "admin")
-    assert [t.label for t in at.tabs] == ["Queues", "Questions", "Guidelines"]
+    assert [t.label for t in at.tabs] == ["Queues", "Questions", "Guidelines", "Agreement"]
     assert any("No queue for this dataset yet" in i for i in plain_texts(at, "info"))
 
     at.text_input(key="q_name_None").input("Resolved?")
@@ -134,3 +134,22 @@ def test_refusals_are_said_beside_the_button(db: Path, store: Store) -> None:
     assert any("you are not a member of the queue 'ann only'" in e for e in plain_texts(bob, "error"))
     viewer = _labeling("vic", "viewer")
     assert [b for b in viewer.button if b.label == "Start labeling"][0].disabled
+
+
+def test_the_agreement_tab(db: Path, store: Store) -> None:
+    admin = as_user(store, "ada", "admin")
+    q = admin.questions.define("review", QuestionDef("Resolved?", "choice", options=("yes", "no")))
+    pks = store.sessions.pks("review")
+    for name, answers in (("ann", ("yes", "no")), ("bob", ("yes", "yes"))):
+        reviewer = as_user(store, name, "reviewer")
+        for pk, value in zip(pks, answers, strict=False):
+            reviewer.answers.save_draft(pk, q.id, value)
+            reviewer.answers.submit(pk)
+    at = _labeling("ada", "admin")
+    at.session_state["labeling_tab"] = "Agreement"
+    run(at)
+    figures, differing = (frame.value for frame in at.dataframe[-2:])
+    assert list(figures["question"]) == ["Resolved?"] and list(figures["items"]) == [2]
+    assert list(differing["answers"]) == ["ann: no · bob: yes"]
+    assert differing["review"][0].startswith("/review?dataset=review&session=")
+    assert "**Disagreements** · 1 (open one to settle it into gold on Review)" in texts(at, "markdown")

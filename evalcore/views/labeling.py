@@ -6,15 +6,30 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from evalcore.errors import UsageError
+from evalcore.reviewer_agreement import (
+    Disagreement,
+    ReviewerAgreement,
+    disagreements,
+    multilabel_agreement,
+    reviewer_agreement,
+    table_from_answers,
+)
 from evalcore.store.questions import KINDS, LEVELS, Question, QuestionDef
 from evalcore.store.queues import Queue, QueueProgress
+from evalcore.store.store import Store
+from evalcore.views.review.questions import answer_text
 from evalcore.views.table import column
 from evalcore.views.text import visible
 
 __all__ = [
     "KIND_NOTES",
+    "AgreementRow",
+    "DisagreementRow",
+    "agreement_rows",
+    "disagreement_rows",
     "QueueRow",
     "QuestionRow",
     "ReviewerRow",
@@ -170,3 +185,93 @@ class ReviewerRow:
 def reviewer_rows(progress: QueueProgress) -> list[ReviewerRow]:
     """Each person's part in a queue."""
     return [ReviewerRow(visible(r.name), r.submitted, r.skipped, r.holding) for r in progress.reviewers]
+
+
+@dataclass(frozen=True)
+class AgreementRow:
+    """How far reviewers agree on one question (a multi-label question: on one of its labels)."""
+
+    question: str = column("Question")
+    level: str = column("Compared as")
+    alpha: float | None = column("Krippendorff's alpha")
+    percent: float | None = column("Agreement")
+    items: int = column("Items (2+ answers)")
+    reviewers: int = column("Reviewers")
+    pairs: str = column("Cohen's kappa of each pair")
+    note: str = column("Note")
+
+
+@dataclass(frozen=True)
+class DisagreementRow:
+    """A session whose submitted answers to a question differ: a link to it on Review, and who said what."""
+
+    session: str = column("Session")
+    question: str = column("Question")
+    answers: str = column("Answers")
+    review: str = column("Open")
+
+
+_LEVELS = {"choice": "nominal", "rating": "ordinal", "number": "interval"}
+
+
+def _figure(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _agreement_row(name: str, level: str, result: ReviewerAgreement) -> AgreementRow:
+    pairs = "; ".join(
+        f"{p.rater_a}–{p.rater_b} {'n/a' if p.kappa.value is None else f'{p.kappa.value:.2f}'} ({p.kappa.n_items})"
+        for p in result.pairs
+    )
+    return AgreementRow(visible(name), level, _figure(result.alpha.value), _figure(result.percent_agreement.value),
+                        result.alpha.n_items, result.n_raters, visible(pairs), result.alpha.reason or "")  # fmt: skip
+
+
+def agreement_rows(store: Store, dataset: str) -> list[AgreementRow]:
+    """Per question the dataset asks (text excepted), how far the submitted answers agree: each item is a session
+    (or a session's turn, for a question of each turn)."""
+    answers = store.answers.of_dataset(dataset)
+    rows: list[AgreementRow] = []
+    for q in store.questions.of(dataset, retired=True):
+        if q.kind == "text":
+            continue
+        given = [((a.session_pk, a.turn), a.author, a.value) for a in answers if a.question_id == q.id]
+        if not given:
+            continue
+        table = table_from_answers(given)
+        if q.kind == "multi":
+            cells = [[v if isinstance(v, list) else None for v in row] for row in table.rows]
+            for label in multilabel_agreement(cells, labels=q.options, raters=table.raters):
+                rows.append(_agreement_row(f"{q.name}: {label.label}", "yes / no per label", label.agreement))
+            continue
+        scale = list(range(q.spec["min"], q.spec["max"] + 1)) if q.kind == "rating" else None
+        level = _LEVELS[q.kind]
+        result = reviewer_agreement(table.rows, level, scale, raters=table.raters)  # type: ignore[arg-type]
+        rows.append(_agreement_row(q.name, level, result))
+    return rows
+
+
+def disagreement_rows(store: Store, dataset: str, *, limit: int = 200) -> list[DisagreementRow]:
+    """The sessions whose submitted answers to a question differ (text excepted), with a link to each on Review;
+    at most ``limit``."""
+    answers = store.answers.of_dataset(dataset)
+    found: list[tuple[int, int | None, str, Disagreement]] = []
+    for q in store.questions.of(dataset, retired=True):
+        if q.kind == "text":
+            continue
+        given = [((a.session_pk, a.turn), a.author, a.value) for a in answers if a.question_id == q.id]
+        for d in disagreements(given):
+            unit: tuple[int, int | None] = d.unit  # type: ignore[assignment]
+            found.append((unit[0], unit[1], q.name, d))
+    found = found[:limit]
+    links = store.sessions.links(sorted({pk for pk, _, _, _ in found}))
+    rows = []
+    for pk, turn, name, d in found:
+        link = links.get(pk, str(pk))
+        target = f"/review?dataset={quote(dataset, safe='')}&session={quote(link, safe='')}"
+        rows.append(DisagreementRow(
+            visible(link) + ("" if turn is None else f" · turn {turn + 1}"), visible(name),
+            visible(" · ".join(f"{who}: {answer_text(value)}" for who, value in d.answers)),
+            target + ("" if turn is None else f"&turn={turn + 1}"),
+        ))  # fmt: skip
+    return rows
