@@ -175,7 +175,10 @@ def test_a_responses_agent_request_by_name_reads_as_messages() -> None:
     first messages, not its JSON as a user message."""
     answered, blocked = sessions_of(REAL / "mlflow_responses_agent_request_traces.jsonl")
     system = ("system", "You are a helpful assistant", [])
-    assert _conversation(answered)[:2] == [system, ("user", "What is a good apple pie recipe to use on Thanksgiving", [])]
+    assert _conversation(answered)[:2] == [
+        system,
+        ("user", "What is a good apple pie recipe to use on Thanksgiving", []),
+    ]
     assert [m.role for m in answered.messages] == ["system", "user", "assistant"]
     assert answered.final_answer().startswith("Absolutely! Here’s a classic, crowd-pleasing **Apple Pie Recipe**")
     assert answered.metadata["usage"] == {"input_tokens": 27, "output_tokens": 641, "total_tokens": 668}
