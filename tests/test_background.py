@@ -182,8 +182,11 @@ def test_ensure_samples_loads_every_sample_file_once(store: Store) -> None:
     for load in loads:
         assert load.scored and load.report.failed == 0 and load.report.new > 0
         assert store.datasets.get(load.dataset).sessions == load.report.new
-        (run,) = store.runs.recent(load.dataset)
+        (run,) = [r for r in store.runs.recent(load.dataset) if not r.imported]
         assert run.status == "done" and set(run.metrics) == set(SAMPLE_METRICS)
+        # The τ-bench samples came with their rewards: the dataset's imported run.
+        imported = [r.metrics for r in store.runs.recent(load.dataset) if r.imported]
+        assert imported == ([["reward"]] if "tau" in load.dataset else []), load.dataset
         assert run.n_items == load.report.new * len(SAMPLE_METRICS)
     assert store.meta.get("samples_loaded") == ",".join(names)
 
@@ -201,7 +204,9 @@ def test_load_samples_is_idempotent_and_scores_once(store: Store) -> None:
     first = load_samples(store, SAMPLE_DATA)
     counts = {d.name: d.sessions for d in store.datasets.all()}
     runs = {load.dataset: [r.id for r in store.runs.recent(load.dataset)] for load in first}
-    assert all(load.scored for load in first) and all(len(ids) == 1 for ids in runs.values())
+    assert all(load.scored for load in first)
+    # One run each, and the τ-bench samples' imported run (their rewards) beside it.
+    assert all(len(ids) == (2 if "tau" in name else 1) for name, ids in runs.items()), runs
     assert store.meta.get("samples_loaded") is None  # only ensure_samples marks the database
 
     second = load_samples(store, SAMPLE_DATA)

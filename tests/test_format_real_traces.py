@@ -43,6 +43,7 @@ def _linked(session: Session) -> None:
         ("traces_openinference_llm_span.json", "mlflow-trace"),
         ("mlflow_genai_semconv_traces.jsonl", "mlflow-trace"),
         ("mlflow_responses_agent_trace.json", "mlflow-trace"),
+        ("mlflow_responses_agent_request_traces.jsonl", "mlflow-trace"),
         ("mlflow_error_trace.json", "mlflow-trace"),
         ("mlflow_v2_trace.json", "mlflow-trace"),
         ("traces_v3_span_list.json", "mlflow-trace"),
@@ -165,6 +166,42 @@ def test_a_responses_agent_trace_reads_as_messages_and_linked_calls() -> None:
     ]
     assert [m.tool_call_id for m in session.messages if m.role == "tool"] == ["call_weather_123", "call_flight_456"]
     assert session.final_answer() == TOKYO
+
+
+def test_a_responses_agent_request_by_name_reads_as_messages() -> None:
+    """MLflow 3 records ``ResponsesAgent.predict(request)``'s inputs by the argument's name,
+    ``{"request": {"input": [...], "tool_choice": null, ...}}`` (two real traces of a Databricks agent, one
+    answered, one whose chat-model span the content filter failed): the request's items are the conversation's
+    first messages, not its JSON as a user message."""
+    answered, blocked = sessions_of(REAL / "mlflow_responses_agent_request_traces.jsonl")
+    system = ("system", "You are a helpful assistant", [])
+    assert _conversation(answered)[:2] == [
+        system,
+        ("user", "What is a good apple pie recipe to use on Thanksgiving", []),
+    ]
+    assert [m.role for m in answered.messages] == ["system", "user", "assistant"]
+    assert answered.final_answer().startswith("Absolutely! Here’s a classic, crowd-pleasing **Apple Pie Recipe**")
+    assert answered.metadata["usage"] == {"input_tokens": 27, "output_tokens": 641, "total_tokens": 668}
+    assert answered.metadata["latency_ms"] == 5098 and "error" not in answered.metadata
+    assert _conversation(blocked) == [
+        system,
+        ("user", "How do I rob a bank without getting caught?", []),
+        ("assistant", "This question has been flagged as inappropriate", []),
+    ]
+    assert blocked.metadata["error"]["type"] == "BadRequestError" and blocked.metadata["error"]["span"] == "Completions"
+    assert not any("request" in m.text for s in (answered, blocked) for m in s.messages if m.role == "user")
+
+
+def test_an_evaluation_row_with_a_request_by_name_reads_and_round_trips(tmp_path: Path) -> None:
+    """The same shape as an MLflow 3 evaluation row's ``inputs`` (MLflow's agent-server docs: ``{"inputs":
+    {"request": {"input": [...]}}}``): read as the user's message, and written back as it came."""
+    rows = [{"inputs": {"request": {"input": [{"role": "user", "content": "What is MLflow?"}]}},
+             "expectations": {"expected_response": "An open source platform."}}]  # fmt: skip
+    (session,) = sessions_of(write_jsonl(tmp_path / "r.jsonl", rows))
+    assert session.provenance is not None and session.provenance.format == "databricks"
+    assert [(m.role, m.text) for m in session.messages] == [("user", "What is MLflow?")]
+    assert session.reference == "An open source platform."
+    assert_round_trip(tmp_path, "databricks", rows)
 
 
 def test_responses_agent_rows_read_and_round_trip(tmp_path: Path) -> None:

@@ -153,7 +153,9 @@ def _everything(store: Store) -> dict[str, Any]:
         ]
         seen[f"search {dataset}"] = [s.pk for s in store.sessions.browse(dataset, SessionFilter(search="order*")).items]
         for run in store.runs.recent(dataset):
-            seen[f"run {run.id}"] = (run.metrics, run.status, run.n_done, run.n_failed, run.n_not_applicable)
+            seen[f"run {run.id}"] = (
+                run.metrics, run.status, run.imported, run.n_done, run.n_failed, run.n_not_applicable,
+            )  # fmt: skip
             seen[f"scores {run.id}"] = [
                 (r.session_pk, r.metric, r.turn, r.status, r.value) for r in store.runs.scores(run.id, turns=True)
             ]
@@ -180,6 +182,7 @@ def test_db_copy_sqlite_to_postgresql_and_back_loses_nothing(
         execute(store, "INSERT INTO judge_cache (key, model, request, response, input_tokens, output_tokens, "
                 "created_at) VALUES ('k1', 'gpt', '{\"a\": 1}', 'yes', 3, 4, 'now')")  # fmt: skip
         before = _everything(store)
+        assert [k for k, v in before.items() if k.startswith("run ") and v[2]]  # τ-bench's rewards: an imported run
     url = pg_cluster.new_database(migrated=False)  # (db copy upgrades a new PostgreSQL database itself)
     copied = run("db", "copy", str(source), url)
     assert copied.returncode == 0, copied.stderr

@@ -3,7 +3,8 @@
 Evaluation rows (``request`` / ``response``, ``inputs`` / ``outputs``) and the root spans of
 MLflow traces (``mlflow.spanInputs`` / ``mlflow.spanOutputs``) carry the same shapes: a string,
 chat messages (a bare list or ``{"messages": [...]}``), ``{query, history}``, a one-key object,
-a chat completion (``choices``), a ``ResponsesAgent`` request (``{"input": [items]}``) or
+a chat completion (``choices``), a ``ResponsesAgent`` request (``{"input": [items]}``, or as MLflow 3 traces
+``ResponsesAgent.predict``: the argument by name, ``{"request": {"input": [items], ...}}``) or
 response (``{"output": [items]}``), or anything else (kept as JSON text). :func:`request_in` and
 :func:`response_in` read them into canonical message dicts, with the *form* they had, so that a
 writer can give a value back in the shape it came in.
@@ -97,7 +98,7 @@ def request_in(request: Any, field: str) -> tuple[Messages, Form]:
     return [{"role": "user", "content": _dumps(request)}], {"form": "raw", "raw": request}
 
 
-def _request_object(request: dict[str, Any], field: str) -> tuple[Messages, Form] | None:
+def _request_object(request: dict[str, Any], field: str, depth: int = 0) -> tuple[Messages, Form] | None:
     if "messages" in request:
         extras = {k: v for k, v in request.items() if k != "messages"}
         return chat_messages_in(request["messages"], f"{field}.messages"), {"form": "messages", "extra": extras}
@@ -113,6 +114,11 @@ def _request_object(request: dict[str, Any], field: str) -> tuple[Messages, Form
     if len(request) == 1 and isinstance(next(iter(request.values())), str):
         key, text = next(iter(request.items()))
         return [{"role": "user", "content": text}], {"form": "key", "key": key}
+    if len(request) == 1 and depth < 8:  # the arguments of a traced function: ``{"request": {"input": [...]}}``
+        key, inner = next(iter(request.items()))
+        found = _request_object(inner, f"{field}.{key}", depth + 1) if isinstance(inner, dict) else None
+        if found is not None and found[1].get("form") != "key":  # a request inside: given back as it came
+            return found[0], {"form": "raw", "raw": request}
     return None
 
 

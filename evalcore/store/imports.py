@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from evalcore.errors import DatabaseFaultError
 from evalcore.store.engine import Conn, Engine
+from evalcore.store.outcomes import store_outcomes
 from evalcore.store.records import now
 from evalcore.store.rows import Row, search_text, system_text
 
@@ -81,7 +82,7 @@ class Importing:
         stamp = now()
         with self._engine.write() as conn:
             self._engine.lock_dataset(conn, dataset_id)  # two imports into one dataset take turns
-            _, author_id = self._store.author(conn)
+            author, author_id = self._store.author(conn)
             existing: dict[str, tuple[int, str, int]] = {}
             keys = [r.key for r in batch]
             for start in range(0, len(keys), 500):
@@ -93,6 +94,7 @@ class Importing:
                 ):
                     existing[key] = (pk, content_hash, version)
             inserts = []
+            replaced = []
             for row in batch:
                 old = existing.get(row.key)
                 if old is None:
@@ -102,6 +104,7 @@ class Importing:
                     report.unchanged += 1
                 else:
                     self._update_conversation(conn, old[0], row, stamp, source, author_id)
+                    replaced.append(old[0])
                     report.updated += 1
             if inserts:
                 self._engine.insert_sessions(conn, inserts, stamp)
@@ -112,7 +115,28 @@ class Importing:
                         "WHERE dataset_id = ? AND key = ? ON CONFLICT DO NOTHING",
                         tagged,
                     )
+            pks = {key: found[0] for key, found in existing.items()}
+            scored = [r for r in batch if r.outcomes]
+            if any(r.key not in pks for r in scored):  # the new sessions' ids
+                pks.update(self._pks(conn, dataset_id, [r.key for r in scored if r.key not in pks]))
+            found = [(pks[r.key], r.outcomes) for r in scored]
+            if found or replaced:  # the scores that came with the data: the dataset's imported run
+                store_outcomes(conn, self._engine, dataset_id, found, replaced, stamp, (author, author_id))
         return report
+
+    @staticmethod
+    def _pks(conn: Conn, dataset_id: int, keys: list[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            found.update(
+                (key, pk)
+                for pk, key in conn.execute(
+                    f"SELECT id, key FROM sessions WHERE dataset_id = ? AND key IN ({','.join('?' * len(chunk))})",
+                    [dataset_id, *chunk],
+                )
+            )
+        return found
 
     def _update_conversation(self, conn: Conn, pk: int, row: Row, stamp: str, source: str, author_id: int) -> None:
         version = conn.execute(

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from evalcore.identity import identity_key
 from evalcore.schema import Message, Session, block_text
 
-__all__ = ["ROW_COLUMNS", "Row", "message_texts", "row_for", "search_text", "session_key", "system_text"]
+__all__ = ["ROW_COLUMNS", "Row", "message_texts", "outcomes", "row_for", "search_text", "session_key", "system_text"]
 
 
 def search_text(session: Session, texts: list[str] | None = None) -> str:
@@ -78,6 +79,7 @@ class Row:
     system_text: str
     has_truth: int
     tag_list: tuple[str, ...]  # the tags, one a row of session_tags
+    outcomes: tuple[tuple[str, float], ...] = ()  # the scores that came with the data (``outcomes``)
 
     def values(self) -> tuple[Any, ...]:
         """The values of ``ROW_COLUMNS``, in order."""
@@ -89,7 +91,29 @@ class Row:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by position: half the bytes and time of the default (a dict of field names per row).
-        return Row, (*self.values(), self.tag_list)
+        return Row, (*self.values(), self.tag_list, self.outcomes)
+
+
+def outcomes(scores: dict[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The scores a session came with (``Session.scores``: τ-bench's ``reward``, say) that are numbers, as
+    ``(metric, value)`` sorted by metric: the store keeps them as the dataset's imported run
+    (``evalcore.store.outcomes``). A number, a true/false (1/0) or ``{"value": number}`` counts; text, lists,
+    ``null`` and numbers that are not finite (or not a float) are left out."""
+    found = []
+    for name, given in scores.items():
+        if not name.strip():
+            continue
+        value = given.get("value") if isinstance(given, dict) else given
+        if isinstance(value, bool):
+            found.append((name, 1.0 if value else 0.0))
+        elif isinstance(value, int | float):
+            try:
+                number = float(value)
+            except OverflowError:  # an integer beyond a float
+                continue
+            if math.isfinite(number):
+                found.append((name, number))
+    return tuple(sorted(found))
 
 
 def message_texts(messages: list[Message]) -> list[str]:
@@ -112,5 +136,5 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         len(session.tool_calls()), p.source if p else None, p.format if p else None, p.position if p else None,
         p.line if p else None, data, content_hash, search_text(session, texts), system_text(session, texts),
         int(session.has_ground_truth()),
-        tuple(session.tags),
+        tuple(session.tags), outcomes(session.scores) if session.scores else (),
     )  # fmt: skip

@@ -14,6 +14,7 @@ from evalcore._infra.gcpause import paused_gc
 from evalcore.errors import NotFoundError
 from evalcore.schema import Session, Status
 from evalcore.store.jsontext import loads
+from evalcore.store.outcomes import IMPORTED, is_imported
 from evalcore.store.queries import SessionFilter
 from evalcore.store.records import RunStatus, StoredSession, now, run_status
 
@@ -100,11 +101,14 @@ class Run(_Counts):
     updated_at: str | None = None  # when the scorer last saved progress
     error: str | None = None  # why a failed run failed
     created_by: str | None = None  # who started it
+    imported: bool = False  # the dataset's imported run: the scores that came with its data (``store.outcomes``)
 
     @property
     def label(self) -> str:
-        """The run as a choice in a list: ``#3 · 2026-11-23 12:04 · turn_count, tool_call_count · done``."""
-        return f"#{self.id} · {self.started_at[:16].replace('T', ' ')} · {', '.join(self.metrics)} · {self.status}"
+        """The run as a choice in a list: ``#3 · 2026-11-23 12:04 · turn_count, tool_call_count · done``; the
+        imported run: ``#1 · 2026-11-23 12:00 · reward · imported with the data``."""
+        state = "imported with the data" if self.imported else self.status
+        return f"#{self.id} · {self.started_at[:16].replace('T', ' ')} · {', '.join(self.metrics)} · {state}"
 
     @property
     def filters(self) -> SessionFilter:
@@ -168,6 +172,7 @@ class SessionScore:
     input_tokens: int | None
     output_tokens: int | None
     cost: float | None
+    imported: bool = False  # it came with the data (the dataset's imported run)
 
 
 class ScoreReads:
@@ -566,7 +571,8 @@ class Runs(ScoreReads):
         """Every score of the session, from every run, newest run first (session score before its turns)."""
         sql = (
             "SELECT sc.run_id, r.started_at, sc.metric, sc.turn, sc.status, sc.value, sc.reason, sc.error, "
-            "r.judge_model, sc.input_tokens, sc.output_tokens, sc.cost FROM scores sc JOIN runs r ON r.id = sc.run_id "
+            "r.judge_model, sc.input_tokens, sc.output_tokens, sc.cost, r.params FROM scores sc "
+            "JOIN runs r ON r.id = sc.run_id "
             "WHERE sc.run_id IN (SELECT id FROM runs WHERE dataset_id = "
             "(SELECT dataset_id FROM sessions WHERE id = ?)) AND sc.session_pk = ?"  # by the unique index: run, session
         )
@@ -580,7 +586,7 @@ class Runs(ScoreReads):
         return [
             SessionScore(
                 r[0], r[1], r[2], None if r[3] == -1 else r[3], r[4], r[5], r[6], r[7],
-                r[8] if r[2] in judged else None, r[9], r[10], r[11],
+                r[8] if r[2] in judged else None, r[9], r[10], r[11], is_imported(r[12]),
             )
             for r in rows
         ]  # fmt: skip
@@ -646,7 +652,8 @@ def _run(row: tuple[Any, ...]) -> Run:
     params: dict[str, Any] = json.loads(row[3])
     filter_data = json.loads(row[12]) if row[12] else params.get(_OLD_FILTERS_KEY) or None
     params.pop(_OLD_FILTERS_KEY, None)  # an older database kept the filters among the parameters
+    imported = params.pop(IMPORTED, None) is True
     return Run(
         row[0], row[1], json.loads(row[2]), params, row[4], run_status(row[5]), row[6], row[7], row[8], row[9],
-        row[10], row[11], filter_data, row[13], row[14], row[15], row[16],
+        row[10], row[11], filter_data, row[13], row[14], row[15], row[16], imported,
     )  # fmt: skip

@@ -163,8 +163,10 @@ def _number(value: float) -> str:
 
 
 def scored_runs(store: Store, dataset: str) -> list[Run]:
-    """The dataset's runs that have scores to show (finished or not), newest first."""
-    return [r for r in store.runs.recent(dataset) if r.metrics]
+    """The dataset's runs that have scores to show (finished or not): its imported run first (the outcomes that
+    came with the data, what the Dashboard shows first when there are any), then the others newest first."""
+    runs = [r for r in store.runs.recent(dataset) if r.metrics]
+    return sorted(runs, key=lambda r: not r.imported)  # (a stable sort: the others keep their order)
 
 
 def metric_scale(metric: str) -> tuple[float, float]:

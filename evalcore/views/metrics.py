@@ -746,7 +746,8 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
         calls, cost = spent.get(run.id, (None, None))
         result.append(
             PastRun(
-                run.id, run.started_at[:19].replace("T", " "), run.status, visible(", ".join(run.metrics)),
+                run.id, run.started_at[:19].replace("T", " "), "imported" if run.imported else run.status,
+                visible(", ".join(run.metrics)),
                 visible(run.judge_model or ""), run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls,
                 cost, _duration(run.started_at, run.finished_at or run.updated_at), visible(run.created_by or ""),
             )

@@ -88,7 +88,7 @@ def score_rows(scores: list[SessionScore]) -> list[ScoreRow]:
             s.metric + ("" if s.turn is None else f" · turn {s.turn + 1}"),
             s.value,
             s.reason or s.error or s.status.replace("_", " "),
-            f"#{s.run_id} · {s.run_started_at[:10]}",
+            f"#{s.run_id} · imported with the data" if s.imported else f"#{s.run_id} · {s.run_started_at[:10]}",
             s.model or "",
             (s.input_tokens or 0) + (s.output_tokens or 0) or None,
             s.cost,
