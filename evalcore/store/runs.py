@@ -287,6 +287,18 @@ class ScoreReads:
                     cells[(pk, name)] = value
         return cells
 
+    def error_counts(self, run_id: int) -> list[tuple[str | None, int]]:
+        """``(error, how many)`` of the run's failed session-level items, one pair per distinct error text."""
+        with self._engine.read() as conn:
+            return [
+                (error, int(n))
+                for error, n in conn.execute(
+                    "SELECT error, count(*) FROM scores WHERE run_id = ? AND turn = -1 AND status = 'error' "
+                    "GROUP BY error",
+                    [run_id],
+                ).fetchall()
+            ]
+
     def judge_spend(self, run_ids: list[int]) -> dict[int, tuple[int | None, float | None]]:
         """Each run's judge calls and cost, summed over its judged session scores (``idx_scores_judged``)."""
         if not run_ids:
