@@ -102,6 +102,8 @@ NEED_LABELS: dict[str, str] = {
     "answer": "an assistant answer",
     "user_message": "a user message",
     "guidelines": "guidelines",
+    "token_usage": "token usage recorded in the data",
+    "latency": "latency recorded in the data",
 }
 
 #: Needs a metric adds beyond its class's ``needs`` (its own ``missing``), and the parameter that lifts them.
