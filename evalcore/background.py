@@ -7,7 +7,6 @@ connection to the database. Errors become the job's error, never an exception in
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 import threading
@@ -21,8 +20,9 @@ from evalcore.errors import EvalcoreError, UsageError
 from evalcore.importing import ImportReport, import_stream
 from evalcore.judge import JudgeConfig
 from evalcore.model import ModelConfig
+from evalcore.resuming import OtherEndpointError, run_judge
 from evalcore.runspec import MetricSpec, SpecLike, run_specs
-from evalcore.scoring import score_dataset
+from evalcore.scoring import resume_target, score_dataset
 from evalcore.solver import Task
 from evalcore.solver.dataset import solve_into, task_name
 from evalcore.store import Store, open_store
@@ -181,17 +181,28 @@ def start_scoring(
     judge: JudgeConfig | None = None,
     filters: SessionFilter | None = None,
     new_run: bool = False,
+    run_id: int | None = None,
+    allow_other_endpoint: bool = False,
 ) -> int:
     """Score ``dataset`` with ``metrics`` (names, ``name:key=value``, ``{"name", "params"}``, metric
     objects or specs) on a worker thread; returns the job id.
 
     Judge metrics need ``judge`` (its key stays in memory, on the worker: never stored). The latest
-    unfinished run of the same metrics, selection and judge is resumed unless ``new_run``. The job's
+    unfinished run of the same metrics, selection and judge is resumed unless ``new_run`` (``run_id``: that run).
+    One whose judge was called at another endpoint is refused here, before any job starts
+    (``evalcore.resuming.OtherEndpointError``), unless ``allow_other_endpoint``. The job's
     progress counts sessions; the run's row counts its items as they are scored (``job_run``).
     ``cancel`` stops it between two sessions.
     """
     specs = list(metrics)
     names = [_key(s) for s in specs]
+    if (not new_run or run_id is not None) and not allow_other_endpoint:
+        try:
+            resume_target(store, dataset, specs, judge=judge, filters=filters, run_id=run_id)
+        except OtherEndpointError:
+            raise
+        except EvalcoreError:  # (no such dataset, a bad metric...: the job says so, as it always has)
+            pass
     label = "score " + ", ".join(names)
     job_id = store.jobs.create("score", dataset, label, unit="items")
 
@@ -209,6 +220,8 @@ def start_scoring(
             on_progress=report,
             should_stop=_StopFlag(worker, job_id),
             on_start=started,
+            run_id=run_id,
+            allow_other_endpoint=allow_other_endpoint,
         )
         outcome = {
             "run": result.run.id,
@@ -225,18 +238,28 @@ def start_scoring(
     return _start(store, job_id, work)
 
 
-def resume_run(store: Store, run_id: int, *, judge: JudgeConfig | None = None) -> int:
+def resume_run(
+    store: Store, run_id: int, *, judge: JudgeConfig | None = None, allow_other_endpoint: bool = False
+) -> int:
     """Go on with run ``run_id`` (cancelled, failed, or stopped with the server) on a worker thread:
-    the same metrics, parameters and selection; the sessions it scored are skipped. Returns the job id."""
+    the same metrics, parameters and selection, the same judge model at the same endpoint; the sessions it scored
+    are skipped. Returns the job id.
+
+    The key and the call options come from ``judge`` (else the environment). ``judge``'s endpoint is used only
+    with ``allow_other_endpoint`` (the run then records it as its own); without it the run's own endpoint is called,
+    whatever ``judge`` names (see ``evalcore.resuming.run_judge``)."""
     run = store.runs.get(run_id)
-    if run.status == "done":
+    if not run.resumable:
         raise UsageError(f"run #{run_id} is finished: there is nothing to resume")
-    if run.judge_model and judge is None:
-        raise UsageError(f"run #{run_id} used the judge {run.judge_model}: name a judge model to resume it")
-    if judge is not None and run.judge_model and judge.model != run.judge_model:
-        judge = dataclasses.replace(judge, model=run.judge_model)  # the run's judge, or it would not resume
+    config = run_judge(run, judge, allow_other_endpoint=allow_other_endpoint)
     return start_scoring(
-        store, run.dataset, run_specs(run), judge=judge if run.judge_model else None, filters=run.filters
+        store,
+        run.dataset,
+        run_specs(run),
+        judge=config,
+        filters=run.filters,
+        run_id=run_id,
+        allow_other_endpoint=allow_other_endpoint,
     )
 
 

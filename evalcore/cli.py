@@ -254,6 +254,11 @@ def _parser() -> argparse.ArgumentParser:
         help="retries of a failed judge call (default 4)",
     )
     score.add_argument("--new-run", action="store_true", help="start a new run instead of resuming an unfinished one")
+    score.add_argument(
+        "--allow-other-endpoint",
+        action="store_true",
+        help="resume an unfinished run at this command's endpoint though its judge was called at another",
+    )
     _workers_option(score, "processes scoring deterministic metrics")
     score.add_argument("--db", default=None, type=_text, help=db_help)
 
@@ -689,6 +694,7 @@ def _export_labels(args: argparse.Namespace, err: TextIO) -> int:
 def _score(args: argparse.Namespace, err: TextIO) -> int:
     from evalcore.judge import JudgeConfig
     from evalcore.metrics import create_metric, load_metric_plugin
+    from evalcore.resuming import OtherEndpointError
     from evalcore.score_summary import Floor, breaches, exit_code, resolve_floors, summary_json
     from evalcore.scoring import score_dataset
     from evalcore.store import open_store
@@ -722,7 +728,15 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
                 output=output,
                 on_progress=lambda done, total: bar.update(done, total),
                 workers=args.workers or default_workers(),
+                allow_other_endpoint=args.allow_other_endpoint,
             )
+        except OtherEndpointError as exc:
+            own = f"--base-url {exc.run_url}" if exc.run_url else "its endpoint"
+            raise UsageError(
+                f"run #{exc.run_id} (unfinished) called its judge at {exc.run_url or 'an endpoint it did not record'}; "
+                f"this command would call {exc.url}. Resume it there with {own}, here with --allow-other-endpoint, "
+                "or start afresh with --new-run"
+            ) from None
         finally:
             bar.close()
     run = report.run

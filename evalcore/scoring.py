@@ -36,6 +36,7 @@ from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.metrics.aggregate import prepare as prepare_summary
 from evalcore.metrics.calls import SessionCalls
+from evalcore.resuming import pick_run
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
 from evalcore.store import Store, open_store
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RunProgress",
     "RunReport",
+    "resume_target",
     "run_progress",
     "save_results",
     "score_dataset",
@@ -175,26 +177,36 @@ class _Plan:
         return [(m.key(), m) for m in self.metrics]  # a key is computed once, not once per result
 
 
+def _params(metrics: list[Metric]) -> dict[str, Any]:
+    """The run's ``params``: each key's ``{"name": ..., **parameters}``."""
+    return {m.key(): {"name": m.name, **m.params()} for m in metrics}
+
+
 def _plan(
     store: Store,
     dataset: str,
     metrics: list[Metric],
     filters: SessionFilter | None,
     resume: bool,
-    judge_model: str | None,
-    judge_url: str | None,
+    judge: JudgeConfig | None,
+    *,
+    run_id: int | None = None,
+    allow_other_endpoint: bool = False,
 ) -> _Plan:
     keys = [m.key() for m in metrics]
-    params: dict[str, Any] = {m.key(): {"name": m.name, **m.params()} for m in metrics}
+    params = _params(metrics)
     runs = store.runs
+    run = None
+    if resume or run_id is not None:  # (before reading the sessions: a refusal costs nothing)
+        run = pick_run(
+            store, dataset, keys, params, judge, filters, run_id=run_id, allow_other_endpoint=allow_other_endpoint
+        )
     pks = list(store.sessions.iter_pks(dataset, filters))
     items = len(pks) * len(keys)
-    run = runs.resumable(dataset, keys, params, judge_model, filters) if resume else None
     resumed = run is not None
     if run is None:
-        run = runs.create(
-            dataset, keys, params, judge_model=judge_model, judge_base_url=judge_url, n_items=items, filters=filters
-        )
+        model, url = (judge.model, judge.public_url) if judge is not None else (None, None)
+        run = runs.create(dataset, keys, params, judge_model=model, judge_base_url=url, n_items=items, filters=filters)
         return _Plan(run, False, metrics, pks, len(pks))
     if run.n_items != items:
         runs.set_items(run.id, items)  # the dataset grew (or shrank) since
@@ -424,6 +436,8 @@ def score_dataset(
     should_stop: Callable[[], bool] | None = None,
     on_start: Callable[[Run], None] | None = None,
     workers: int = 1,
+    run_id: int | None = None,
+    allow_other_endpoint: bool = False,
 ) -> RunReport:
     """Score ``dataset`` (the sessions ``filters`` match) with ``specs``; see the module doc.
 
@@ -432,6 +446,10 @@ def score_dataset(
     are scored; ``should_stop()`` is asked between sessions (True: save, mark the run "cancelled",
     return); ``on_start(run)`` is called once the run exists, before any scoring. An error marks the
     run "failed" (with the error) and is raised; either way, running it again resumes it.
+
+    With ``resume``, the unfinished run of the same metrics, settings, selection and judge model goes on (``run_id``:
+    that run, whatever ``resume`` says); one whose judge was called at another endpoint than ``judge``'s is refused
+    (``evalcore.resuming.OtherEndpointError``, nothing sent, nothing changed) unless ``allow_other_endpoint``.
     """
     metrics = _metrics(specs)
     judged = [m.key() for m in metrics if m.uses_judge]
@@ -443,7 +461,9 @@ def score_dataset(
     if judge is not None and concurrency:
         judge = dataclasses.replace(judge, concurrency=concurrency)  # the caller's config stays as it was
     use = judge if judged else None
-    plan = _plan(store, dataset, metrics, filters, resume, use.model if use else None, use.public_url if use else None)
+    plan = _plan(
+        store, dataset, metrics, filters, resume, use, run_id=run_id, allow_other_endpoint=allow_other_endpoint
+    )
     runs = store.runs
     if on_start is not None:
         on_start(plan.run)
@@ -480,6 +500,23 @@ def score_dataset(
         write_scores_jsonl(store, plan.run.id, output)
         report.output = str(output)
     return report
+
+
+def resume_target(
+    store: Store,
+    dataset: str,
+    specs: Sequence[SpecLike],
+    *,
+    judge: JudgeConfig | None = None,
+    filters: SessionFilter | None = None,
+    run_id: int | None = None,
+) -> Run | None:
+    """The unfinished run ``score_dataset`` with these arguments (and ``resume``) would go on with, or ``None``; a
+    run whose judge was called at another endpoint than ``judge``'s is ``OtherEndpointError``. Changes nothing: what
+    a caller checks before starting a scoring elsewhere (a worker thread)."""
+    metrics = _metrics(specs)
+    use = judge if any(m.uses_judge for m in metrics) else None
+    return pick_run(store, dataset, [m.key() for m in metrics], _params(metrics), use, filters, run_id=run_id)
 
 
 def _save_then_fail(runs: Runs, sink: _Sink, run_id: int, exc: Exception) -> None:

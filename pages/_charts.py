@@ -9,7 +9,6 @@ import plotly.graph_objects as go
 
 from evalcore.agreement import Agreement
 from evalcore.views.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
-from evalcore.views.review.tables import session_label
 from evalcore.views.text import chart_text
 
 BLUE = "#2f62c7"
@@ -148,17 +147,24 @@ def differences(c: Comparison) -> go.Figure:
     )  # fmt: skip
 
 
+#: The colours of quality (red is bad, green good) and of counts (more is neither: one calm blue).
+QUALITY_SCALE = [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]]
+COUNT_SCALE = [[0, "#f4f6fa"], [1, "#7aa0e0"]]
+
+
 def heatmap(h: Heatmap) -> go.Figure:
-    """Sessions x metrics, coloured on each metric's scale, the raw value in the cell (click: Review)."""
+    """Sessions x metrics, quality coloured red to green on each metric's scale and counts (open scales) in a
+    neutral blue, the raw value in the cell; each row its session and assistant (click: Review)."""
     text = [["—" if v is None else f"{v:.3g}" for v in row] for row in h.values]
-    refs = [chart_text(session_label(ref)) for _, ref in h.sessions]
+    refs = [chart_text(label) for label in h.row_labels]
     metrics = [chart_text(m) for m in h.metrics]
+    hover = "%{y} · %{x}: %{text}<extra>click to review</extra>"
     fig = go.Figure(
-        _cells(
-            h.scaled, metrics, refs, text, [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]],
-            "%{y} · %{x}: %{text}<extra>click to review</extra>",
-        )
-    )  # fmt: skip
+        [
+            _cells(h.cells(neutral=False), metrics, refs, text, QUALITY_SCALE, hover),
+            _cells(h.cells(neutral=True), metrics, refs, text, COUNT_SCALE, hover),
+        ]
+    )
     # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
     fig.add_trace(
         go.Scatter(

@@ -302,17 +302,23 @@ def follow_job(job_id: int, show: Callable[[int], bool], *, stopping: str, key: 
     st.rerun()
 
 
-def job_status(status: str, fraction: float, message: str) -> None:
-    """A background job's state: its bar while it runs, else how it ended. (Only a failure's message quotes
-    something from outside, the error: shown as text; the others are the views' own sentences and figures.)"""
+def job_status(status: str, fraction: float, message: str, failures: str = "") -> None:
+    """A background job's state: its bar while it runs, else how it ended — green only when nothing failed, amber
+    when some items failed ("partial"), red when all did or the job failed — and under it the failures grouped by
+    reason (``failures``). (A failure's message and the reasons may quote something from outside, an error: shown
+    as text; the others are the views' own sentences and figures.)"""
     if status == "running":
         st.progress(fraction, text=message)
     elif status == "done":
         st.success(message, icon=":material/check_circle:")
+    elif status == "partial":
+        st.warning(message, icon=":material/warning:")
     elif status in ("cancelled", "stalled"):
         st.warning(message, icon=":material/pause_circle:")
     else:
         st.error(literal_message(message), icon=":material/error:")
+    if failures:
+        st.caption(literal_message(failures))
 
 
 #: How every table shows a value that is missing (a score no run gave, a deterministic run's cost).

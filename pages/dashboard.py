@@ -14,6 +14,7 @@ from evalcore.views.dashboard import (
     compare_runs,
     disagreement_rows,
     distribution,
+    earlier_runs,
     heatmap,
     pair_sessions,
     review_progress,
@@ -76,7 +77,7 @@ def _compare(path: str, a: tuple[Any, ...], b: tuple[Any, ...], metric: str) -> 
 c = st.columns([3, 3, 3], vertical_alignment="bottom")
 run = c[0].selectbox("Run", runs, format_func=lambda r: visible(r.label), key="dash_run")
 metric = c[1].selectbox("Metric", run.metrics, format_func=visible, key="dash_metric")
-others = [r for r in runs if r.id != run.id and metric in r.metrics]
+others = earlier_runs(runs, run, metric)
 against = c[2].selectbox(
     "Compare with an earlier run", [None, *others], key="dash_against",
     format_func=lambda r: "no comparison" if r is None else visible(r.label),
@@ -214,8 +215,9 @@ page_key = f"dash_heat_page-{run.id}-{metric}"
 start = (int(st.session_state.get(page_key, 1)) - 1) * HEATMAP_ROWS
 h = heatmap(store, run.id, metric, limit=HEATMAP_ROWS, offset=start)
 st.caption(
-    f"The run's {h.total:,} sessions by {literal_name(metric)}, the lowest first; colour on each metric's "
-    "scale, the score in the cell. Click a cell to review the session."
+    f"The run's {h.total:,} sessions by {literal_name(metric)}, the lowest first, each with its assistant; scores "
+    "coloured red to green on each metric's scale, counts (turns, tool calls, tokens, seconds) in blue, the value "
+    "in the cell. Click a cell to review the session."
 )
 if h.sessions:
     event = st.plotly_chart(_charts.heatmap(h), on_select="rerun", key=f"dash_heat-{epoch}",

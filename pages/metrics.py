@@ -7,16 +7,20 @@ import streamlit as st
 
 from evalcore import background
 from evalcore.errors import EvalcoreError
+from evalcore.resuming import OtherEndpointError
 from evalcore.views.metrics import (
     ESTIMATE_NOTE,
     GROUP_TITLES,
     ParamField,
+    ProgressView,
     applicability,
+    endpoint_refusal,
     estimate,
     estimate_rows,
     estimate_total,
     judge_config,
     judge_view,
+    last_run,
     latest_scoring_job,
     metric_groups,
     needs_profile,
@@ -27,6 +31,7 @@ from evalcore.views.metrics import (
     plugin_problems,
     progress_view,
     resumable_runs,
+    resume_view,
 )
 from evalcore.views.text import literal_message, literal_name, plural
 from pages import _shared
@@ -55,19 +60,24 @@ st.caption(
 # -- the running job ----------------------------------------------------------------------------
 
 
+def render(view: ProgressView) -> None:
+    """A run's bar or ending (coloured by how it ended), its counts and its failures by reason."""
+    _shared.job_status(view.status, view.fraction, view.message, view.failures_line)
+    st.markdown(view.counts_markdown)
+
+
 def show_progress(job_id: int) -> bool:
     """The job's bar and live counts; whether it is still running."""
     job = store.jobs.get(job_id)
     view = progress_view(store, job, background.job_run(store, job_id))
-    _shared.job_status(view.status, view.fraction, view.message)
-    st.markdown(view.counts_markdown)
+    render(view)
     return view.active
 
 
 running = st.session_state.get("score_job")
-last = latest_scoring_job(store, dataset)
+last_job = latest_scoring_job(store, dataset)
 if running is None or running[0] != dataset:
-    running = (dataset, last.id) if last is not None and last.active else None  # started in another tab
+    running = (dataset, last_job.id) if last_job is not None and last_job.active else None  # started in another tab
 if running is not None:
     st.session_state["score_job"] = running
     # At its end the whole page runs again: the past runs below then have this one.
@@ -75,10 +85,11 @@ if running is not None:
         running[1], show_progress, stopping="Stopping after the sessions in hand…", key="cancel_run", ended="score_job"
     )
 else:
+    last = last_run(store, dataset)  # the app's last job, or a newer run (from the command line)
     if last is not None:
         with st.container(border=True):
             st.caption(f"Last run: {literal_name(last.label)}")
-            show_progress(last.id)
+            render(last.view)
 
 # -- choose and configure -----------------------------------------------------------------------
 
@@ -224,6 +235,8 @@ with right:
     if st.button("Run", type="primary", icon=":material/play_arrow:", disabled=blocked is not None, key="run"):
         try:
             job_id = background.start_scoring(store, dataset, specs, judge=config if judged else None, new_run=new_run)
+        except OtherEndpointError as exc:  # an unfinished run of these metrics called its judge elsewhere
+            st.error(literal_message(endpoint_refusal(exc)), icon=":material/error:")
         except EvalcoreError as exc:
             st.error(literal_message(str(exc)), icon=":material/error:")
         else:
@@ -249,6 +262,7 @@ else:
             "not_applicable": st.column_config.NumberColumn(format="localized"),
             "judge_calls": st.column_config.NumberColumn(format="localized"),
             "cost": st.column_config.NumberColumn(format="%.4f"),
+            "failures": st.column_config.TextColumn(width="large"),
         },
     )
     active_run = background.job_run(store, running[1]) if running is not None else None
@@ -261,10 +275,15 @@ else:
             format_func=lambda run_id: next(r.label for r in unfinished if r.run == run_id),
             key="resume_pick",
         )
-        resumable = running is None and _shared.can("score")
+        where = resume_view(store, chosen_run, view.base_url)
+        st.caption(literal_message(where.note))
+        other = False
+        if where.confirm_label is not None:  # the form names another endpoint: only when the user says so
+            other = st.checkbox(literal_message(where.confirm_label), key="resume_other")
+        resumable = running is None and _shared.can("score") and (other or not where.must_confirm)
         if c2.button("Resume", icon=":material/resume:", key="resume", disabled=not resumable):
             try:
-                job_id = background.resume_run(store, chosen_run, judge=config)
+                job_id = background.resume_run(store, chosen_run, judge=config, allow_other_endpoint=other)
             except EvalcoreError as exc:
                 st.error(literal_message(str(exc)), icon=":material/error:")
             else:

@@ -527,7 +527,8 @@ with tabs[4]:
                 height=min(38 + 35 * len(scores), 38 + 35 * 20),
                 column_config={
                     "metric": st.column_config.TextColumn(width="medium"),
-                    "value": st.column_config.NumberColumn(format="%.3f", width="small"),
+                    # (no format: a count shows as 7, a score as 0.8333 — each row may be another metric)
+                    "value": st.column_config.NumberColumn(width="small"),
                     "reason": st.column_config.TextColumn(width="large"),
                     "cost": st.column_config.NumberColumn(format="$%.5f"),
                 },

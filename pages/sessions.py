@@ -116,7 +116,10 @@ config = {
     "turns": st.column_config.NumberColumn(width="small"),
     "tool_calls": st.column_config.NumberColumn(width="small"),
     "ground_truth": st.column_config.CheckboxColumn(width="small"),
-    **{m: st.column_config.NumberColumn(visible(m), format="%.2f", width="small") for m in [*table.metrics, "score"]},
+    **{
+        m: st.column_config.NumberColumn(visible(m), format=table.number_formats[m], width="small")
+        for m in [*table.metrics, "score"]
+    },
 }
 event = _shared.table(
     table.rows,

@@ -43,7 +43,7 @@ st.caption(
 def show_progress(job_id: int) -> bool:
     """The job's bar, or what it did; whether it is still running."""
     view = solve_progress(store.jobs.get(job_id))
-    _shared.job_status(view.status, view.fraction, view.message)
+    _shared.job_status(view.status, view.fraction, view.message, view.failures_line)
     if view.summary:
         st.caption(literal_message(view.summary))
     if view.errors:
@@ -144,7 +144,9 @@ with right:
 st.subheader("Run")
 endpoint = endpoint_view()
 key_note = "its key is set" if endpoint.has_key else "no key is set (EVALCORE_API_KEY)"
-st.caption(f"Models are called at {code_span(visible(endpoint.url))}; {key_note} (EVALCORE_BASE_URL sets another).")
+st.caption(
+    f"Models are called at the endpoint below (EVALCORE_BASE_URL: {code_span(visible(endpoint.url))}); {key_note}."
+)
 ready = view is not None and view.task is not None and samples is not None and bool(samples.rows)
 with st.form("sim_run", border=True):
     cols = st.columns([2, 2, 1])
@@ -152,6 +154,9 @@ with st.form("sim_run", border=True):
     name = task_name(view.task) if ready and view is not None and view.task is not None else ""
     dataset = cols[1].text_input("Into dataset", value=name, key="sim_dataset", help="created if new")
     concurrency = cols[2].number_input("Concurrency", min_value=1, max_value=64, value=4, key="sim_concurrency")
+    base_url = st.text_input(
+        "Endpoint (base URL)", value=endpoint.url, key="sim_base_url", help="An OpenAI-compatible endpoint."
+    )
     values: dict[str, str] = {}
     for key in view.config_keys if view is not None else []:
         # A key is letters, digits, "_", "." and "-" (``<< config.KEY >>``, evalcore.solver.task.PLACEHOLDER): no
@@ -169,7 +174,7 @@ if run and view is not None and samples is not None:
         st.error("\n".join(f"- {literal_message(p)}" for p in problems), icon=":material/error:")
     else:
         try:
-            config = endpoint.config(model.strip(), int(concurrency))
+            config = endpoint.config(model.strip(), int(concurrency), base_url)
         except EvalcoreError as exc:  # a price table that cannot be read, say
             st.error(literal_message(str(exc)), icon=":material/error:")
             st.stop()

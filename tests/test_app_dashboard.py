@@ -8,6 +8,7 @@ The ``shop`` dataset (apptest_util.shop_sessions): 30 sessions, 1, 2 or 3 turns 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from apptest_util import (  # noqa: F401 (fixtures)
@@ -68,6 +69,17 @@ def test_two_runs_compared(db: Path, store: Store) -> None:
     assert heading, texts(at, "markdown")
     caption = next(c for c in texts(at, "caption") if "sessions scored by both" in c)
     assert caption.startswith("30 sessions scored by both: **0 worse**, 0 better, 30 the same; mean change +0.000")
+    # The sessions x metrics of two counts: drawn in the neutral blue only, each row naming its assistant.
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    (spec,) = [f for f in specs if sum(t["type"] == "heatmap" for t in f["data"]) == 2]
+    quality, counts = (t for t in spec["data"] if t["type"] == "heatmap")
+    assert all(v is None for row in quality["z"] for v in row)
+    assert all(v is not None for row in counts["z"] for v in row) and counts["colorscale"][-1][1] == "#7aa0e0"
+    assert all(label.endswith((" · bot-a", " · bot-b")) for label in counts["y"])
+    # The older run has nothing earlier to be compared with (a later run is not "earlier").
+    at.selectbox(key="dash_run").select_index(1)
+    run(at)
+    assert at.selectbox(key="dash_against").options == ["no comparison"]
 
 
 def test_review_progress_counts_status_changes(db: Path, store: Store) -> None:

@@ -17,6 +17,7 @@ from apptest_util import (
     app,
     db_fixture,  # noqa: F401
     navigation_v2_fixture,  # noqa: F401
+    plain,
     plain_texts,
     run,
     store_fixture,  # noqa: F401
@@ -27,6 +28,8 @@ from openai_server import FakeOpenAI
 from streamlit.testing.v1 import AppTest
 
 from evalcore import background
+from evalcore.judge import JudgeConfig
+from evalcore.scoring import score_dataset
 from evalcore.store import Store
 
 SECRET = "sk-test-never-shown-4242"
@@ -162,6 +165,15 @@ def test_judge_faults_are_counted_as_failures_not_a_crash(db: Path, store: Store
     errors = [r.error or "" for r in store.runs.scores(new.id) if r.status == "error"]
     assert len(errors) == 4 and any("HTTP 500" in e for e in errors) and any("not JSON" in e for e in errors)
     assert at.dataframe[-1].value.iloc[0]["failed"] == 4
+    # Not a green "Done": amber, the failures grouped by reason and counted.
+    assert not texts(at, "success")
+    assert texts(at, "warning") == [f"Partly failed: 4 of 30 items failed (run #{new.id})"]
+    failures = "2 × HTTP 500 from the judge · 2 × the judge's answer was not JSON"
+    assert f"Failures: {failures}" in plain_texts(at, "caption")
+    assert (at.dataframe[-1].value.iloc[0]["status"], at.dataframe[-1].value.iloc[0]["failures"]) == (
+        "partial",
+        failures,
+    )
     # The endpoint is changed on the page (never the key): a closed port fails every item, still no crash.
     at.text_input(key="judge_base_url").input("http://127.0.0.1:9/v1")
     at.checkbox(key="new_run").check()
@@ -172,6 +184,13 @@ def test_judge_faults_are_counted_as_failures_not_a_crash(db: Path, store: Store
     assert job.status == "done", job.error
     closed = store.runs.recent("shop")[0]
     assert (closed.n_done, closed.n_failed) == (0, 30)
+    # Red, never "Done": every item failed; the reasons add up to the 30 (after five in a row, none is sent).
+    assert not texts(at, "success")
+    assert f"Failed: all 30 items failed, none was scored (run #{closed.id})" in plain_texts(at, "error")
+    (line,) = [c for c in plain_texts(at, "caption") if c.startswith("Failures: ")]
+    counts = [int(part.split(" × ")[0]) for part in line.removeprefix("Failures: ").split(" · ")]
+    assert sum(counts) == 30 and "the judge could not be reached" in line, line
+    assert at.dataframe[-1].value.iloc[0]["status"] == "all failed"
     assert SECRET not in all_text(at)
 
 
@@ -216,3 +235,66 @@ def test_cancel_then_resume(db: Path, store: Store, judge_env: FakeOpenAI) -> No
     # Every session asked once, but for the calls in flight when it stopped (their answers were not kept).
     assert 30 <= len(judge_env.requests) <= 32
     assert json.loads(json.dumps(job.result))["skipped"] > 0
+
+
+def cancelled_run(store: Store, server: FakeOpenAI, metric: str) -> int:
+    """A run of ``metric`` on ``server`` (the environment's endpoint), stopped after a few sessions."""
+    config = JudgeConfig.from_env(concurrency=1, max_retries=0)
+    assert config is not None and config.base_url == server.url
+    asked = len(server.requests)
+    report = score_dataset(store, "shop", [metric], judge=config, should_stop=lambda: len(server.requests) >= asked + 3)
+    assert report.cancelled and store.runs.get(report.run.id).judge_base_url == server.url
+    return report.run.id
+
+
+def test_resume_calls_the_runs_own_endpoint_unless_another_is_confirmed(
+    db: Path, store: Store, judge_env: FakeOpenAI
+) -> None:
+    first = cancelled_run(store, judge_env, "safety")  # (from the library, as the command line does: no job)
+    at = open_metrics("shop")
+    # The newest run is shown, though the app has no job for it.
+    assert f"Last run: #{first} ·" in " ".join(plain_texts(at, "caption"))
+    assert any(w.startswith("Cancelled after ") for w in texts(at, "warning"))
+    with FakeOpenAI() as other:
+        at.text_input(key="judge_base_url").input(other.url)  # the form now names another endpoint
+        run(at)
+        assert at.selectbox(key="resume_pick").value == first
+        assert f"Resuming run #{first} calls its own judge, gpt-4o-mini at {judge_env.url}." in plain_texts(
+            at, "caption"
+        )
+        (confirm,) = [c for c in at.checkbox if c.key == "resume_other"]
+        assert (
+            plain(confirm.label) == f"Call {other.url} (this form's endpoint) instead of the run's own {judge_env.url}"
+        )
+        assert not confirm.value
+        at.button(key="resume").click()
+        run(at)
+        job = finish(at, store, "shop")
+        assert job.status == "done", job.error
+        assert store.runs.get(first).n_done + store.runs.get(first).n_not_applicable == 30
+        assert other.requests == []  # not one call (no transcript, no key) reached the other endpoint
+        # Confirmed, another run goes on at the other endpoint, which it then records as its own.
+        second = cancelled_run(store, judge_env, "relevance_to_query")
+        run(at)
+        at.selectbox(key="resume_pick").set_value(second)
+        run(at)
+        at.checkbox(key="resume_other").check()
+        run(at)
+        at.button(key="resume").click()
+        run(at)
+        job = finish(at, store, "shop")
+        assert job.status == "done", job.error
+        assert other.requests and store.runs.get(second).judge_base_url == other.url
+        # The Run button would go on with an unfinished run at another endpoint: refused, saying where.
+        third = cancelled_run(store, judge_env, "agent_goal_accuracy_no_reference")
+        at.multiselect(key="pick_llm_judge").set_value(["agent_goal_accuracy_no_reference"])
+        run(at)
+        at.number_input(key="judge_retries").set_value(0)
+        run(at)
+        before = len(other.requests)
+        at.button(key="run").click()
+        run(at)
+        (refusal,) = plain_texts(at, "error")
+        assert refusal.startswith(f"Run #{third} of these metrics and settings is unfinished")
+        assert judge_env.url in refusal and other.url in refusal
+        assert len(other.requests) == before and store.runs.get(third).status == "cancelled"

@@ -8,6 +8,7 @@ every third (10); 1, 2 or 3 turns (10 of each, scored by ``turn_count``); "zebra
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,14 @@ def test_bulk_status_for_the_whole_filter_needs_the_confirmation(db: Path, store
     assert store.sessions.count("shop", SessionFilter(status=["approved"])) == 8
     assert _total(at) == 0  # the filter (flagged) matches none now
     assert store.sessions.count("shop", SessionFilter(status=["todo"])) == 22  # nothing else changed
+
+
+def test_counts_show_as_whole_numbers_and_scores_with_two_decimals(db: Path, store: Store) -> None:
+    from evalcore.scoring import score_dataset
+
+    score_dataset(store, "shop", ["tool_call_count", "rouge"], resume=False)
+    at = _sessions()
+    config = json.loads(at.dataframe(key="sessions_table").proto.columns)
+    formats = {name: column.get("type_config", {}).get("format") for name, column in config.items()}
+    assert formats["turn_count"] == "%d" and formats["tool_call_count"] == "%d"  # 7, never 7.00
+    assert formats["rouge"] == "%.2f"

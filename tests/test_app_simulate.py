@@ -13,11 +13,13 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     navigation_v2_fixture,
     open_page,
+    plain_texts,
     run,
     store_fixture,
     template_db_fixture,
     texts,
 )
+from openai_server import FakeOpenAI
 from solver_server import JUDGE, ScriptedOpenAI, clarify
 from streamlit.testing.v1 import AppTest
 
@@ -104,3 +106,26 @@ def test_a_slow_run_is_still_followed_not_given_up() -> None:
     job = Job(7, "solve", "d", "solve t with m", None, "running", 2, 6, "samples", None, None, old, old, None)
     view = solve_progress(job)
     assert view.status == "stalled" and view.active and "2 of 6 samples" in view.message
+
+
+def test_the_endpoint_field_is_called_and_a_run_where_every_sample_failed_is_red(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeOpenAI() as decoy, FakeOpenAI() as failing:
+        monkeypatch.setenv("EVALCORE_BASE_URL", decoy.url)  # the environment's endpoint: not the one typed
+        monkeypatch.setenv("EVALCORE_API_KEY", "sk-simulate-secret")
+        failing.queue(*["500"] * 500)
+        at = _simulate()
+        assert at.text_input(key="sim_base_url").value == decoy.url
+        at.text_input(key="sim_base_url").input(failing.url)
+        at.text_input(key="sim_model").input("eval-model")
+        at.text_input(key="sim_config_judge_model").input(JUDGE)
+        at.number_input(key="sim_concurrency").set_value(1)
+        at.button(key="FormSubmitter:sim_run-Run").click()
+        at = _wait_done(run(at), seconds=60)
+        assert not texts(at, "success")  # never a green "Done" when samples failed
+        assert "Failed: all 6 samples failed, none was solved" in plain_texts(at, "error")
+        (line,) = [c for c in plain_texts(at, "caption") if c.startswith("Failures: ")]
+        counts = [int(part.split(" × ")[0]) for part in line.removeprefix("Failures: ").split(" · ")]
+        assert sum(counts) == 6 and "HTTP 500 from the model" in line, line
+        assert failing.requests and decoy.requests == []

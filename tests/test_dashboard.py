@@ -21,6 +21,7 @@ from evalcore.views.dashboard import (
     by_assistant,
     compare_runs,
     distribution,
+    earlier_runs,
     heatmap,
     metric_scale,
     pair_sessions,
@@ -219,3 +220,27 @@ def test_counts_have_an_open_scale_drawn_to_the_data(store: Store) -> None:
     # turn_count placed on 0 (its scale's floor) .. 7 (the run's largest); a metric that is 0 everywhere on 0..1.
     assert h.scaled[0] == pytest.approx([0.0, 1 / 7]) and h.scaled[-1] == [0.0, 1.0]
     assert h.metrics == ["tool_call_count", "turn_count"]
+
+
+def test_heatmap_counts_are_neutral_and_rows_name_their_assistant(store: Store) -> None:
+    run = _run(
+        store, {0: {"tool_call_count": 27.0, "tool_call_f1": 0.5}, 1: {"tool_call_count": 3.0, "tool_call_f1": 1.0}}
+    )
+    h = heatmap(store, run, "tool_call_f1")
+    assert h.metrics == ["tool_call_count", "tool_call_f1"] and h.neutral == [True, False]
+    assert h.assistants == ["bot-a", "bot-b"]  # shop-00 and shop-01 (apptest_util.shop_sessions)
+    assert h.row_labels == ["shop-00 · bot-a", "shop-01 · bot-b"]
+    # 27 tool calls is not "good": the count is drawn by the neutral scale only, the F1 by the quality scale only.
+    assert h.cells(neutral=True) == [[1.0, None], [pytest.approx(3 / 27), None]]  # on 0..27, the run's largest
+    assert h.cells(neutral=False) == [[None, 0.5], [None, 1.0]]
+
+
+def test_only_earlier_runs_are_offered_for_a_comparison(store: Store) -> None:
+    first = _run(store, {0: {"m": 1.0}})
+    second = _run(store, {0: {"m": 0.5, "other": 1.0}})
+    third = _run(store, {0: {"other": 0.0}})
+    runs = scored_runs(store, "shop")
+    by_id = {r.id: r for r in runs}
+    assert [r.id for r in earlier_runs(runs, by_id[second], "m")] == [first]
+    assert earlier_runs(runs, by_id[first], "m") == []  # a later run is never "earlier"
+    assert [r.id for r in earlier_runs(runs, by_id[third], "other")] == [second]

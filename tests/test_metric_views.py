@@ -60,6 +60,10 @@ def session(i: int) -> dict[str, Any]:
         data["retrieved_context"] = [{"content": "Orders ship in a day."}]
     if i % 8 == 0:
         data["expected_retrieved_context"] = [{"content": "Orders ship in a day."}]
+    if i in (5, 6):  # latency recorded: on the session, or on a message
+        (data if i == 5 else data["messages"][3])["metadata"] = {"latency_ms": 1200}
+    if i == 7:  # token usage recorded on a message; a NaN latency is no latency
+        data["messages"][3]["metadata"] = {"usage": {"input_tokens": 30, "output_tokens": 5}, "latency_ms": "soon"}
     return data
 
 
@@ -272,3 +276,26 @@ def test_unfinished_runs_can_be_resumed_but_not_the_one_running() -> None:
     assert [r.run for r in found] == [4, 3, 1]
     assert found[1].label == "#3 safety (cancelled, 6 of 40 items)"
     assert [r.run for r in resumable_runs(rows, active_run=None)] == [5, 4, 3, 1]
+
+
+def test_latency_and_token_usage_apply_only_where_the_data_records_them(store: Store) -> None:
+    profile = needs_profile(store, "ds")
+    latency = applicability(profile, "latency")
+    assert (latency.applicable, latency.reason) == (2, "needs latency recorded in the data: 2 of 40 sessions have it")
+    tokens = applicability(profile, "token_usage")
+    assert (tokens.applicable, tokens.fraction) == (1, 1 / 40)
+    assert tokens.reason == "needs token usage recorded in the data: 1 of 40 sessions have it"
+    rows = {r.metric: r for r in picker_rows(profile, metric_groups()["deterministic"])}
+    assert (rows["latency"].applies_to, rows["token_usage"].applies_to, rows["turn_count"].applies_to) == (
+        2 / 40,
+        1 / 40,
+        1.0,
+    )
+    # The same sessions the metrics score: every other one is not applicable.
+    for name in ("latency", "token_usage"):
+        scored = [
+            s.session.session_id
+            for s in store.sessions.get_many(store.sessions.pks("ds"))
+            if create_metric(name).evaluate(s.session)[-1].status == "ok"
+        ]
+        assert scored == (["s-05", "s-06"] if name == "latency" else ["s-07"]), name

@@ -68,7 +68,10 @@ def test_a_lookup_imports_the_built_in_modules_only_until_the_name_is_found() ->
         "print('evalcore.metrics.judged' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
-    assert out[0] == ("['evalcore.metrics.base', 'evalcore.metrics.calls', 'evalcore.metrics.tool_calls'] False")
+    assert out[0] == (
+        "['evalcore.metrics.base', 'evalcore.metrics.calls', 'evalcore.metrics.recorded', "
+        "'evalcore.metrics.tool_calls'] False"
+    )
     assert out[1] == "True"
 
 

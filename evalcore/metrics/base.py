@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalcore.errors import RegistryError, UsageError
 from evalcore.metrics.calls import CALL_REQUIREMENTS, SessionCalls
+from evalcore.metrics.recorded import recorded_latency, usage_totals
 from evalcore.registry import Registry
 from evalcore.schema import Session, Turn, resolve_weights
 
@@ -57,6 +58,8 @@ REQUIREMENTS: dict[str, Callable[[Session], bool]] = {
     "desired_outcome": lambda s: bool(s.reference_answer()) or bool(s.goal) or bool(s.expected_facts),
     "answer": lambda s: s.final_answer() is not None,
     "user_message": lambda s: any(m.role == "user" for m in s.messages),
+    "token_usage": lambda s: bool(usage_totals(s)),
+    "latency": lambda s: recorded_latency(s) is not None,
 }
 
 

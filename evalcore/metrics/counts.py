@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, TypeGuard
+from typing import ClassVar
 
 from evalcore.metrics.base import Metric, MetricResult, register_metric
+from evalcore.metrics.recorded import recorded_latency, usage_totals
 from evalcore.schema import Session
 
 _UNBOUNDED = (0.0, math.inf)
@@ -35,20 +36,6 @@ class ToolCallCount(Metric):
         return self.result(float(len(session.tool_calls())))
 
 
-def _finite(value: Any) -> TypeGuard[int | float]:
-    """A number a count can use: NaN and infinities (JSON files may hold them) are not data."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _usage(metadata: dict[str, Any]) -> dict[str, int]:
-    usage = metadata.get("usage")
-    if not isinstance(usage, dict):
-        return {}
-    return {
-        k: int(v) for k, v in usage.items() if k in ("input_tokens", "output_tokens", "total_tokens") and _finite(v)
-    }
-
-
 @register_metric
 class TokenUsage(Metric):
     """Tokens used, where the data carries them (session or message ``metadata.usage``)."""
@@ -56,13 +43,10 @@ class TokenUsage(Metric):
     name: ClassVar[str] = "token_usage"
     description: ClassVar[str] = "total tokens recorded in the data (input and output as parts)"
     scale: ClassVar[tuple[float, float]] = _UNBOUNDED
+    needs: ClassVar[tuple[str, ...]] = ("token_usage",)
 
     def score_session(self, session: Session) -> MetricResult:
-        totals = _usage(session.metadata)
-        if not totals:
-            for message in session.messages:
-                for key, value in _usage(message.metadata).items():
-                    totals[key] = totals.get(key, 0) + value
+        totals = usage_totals(session)
         if not totals:
             return self.not_applicable("missing token usage in the data")
         total = totals.get("total_tokens", totals.get("input_tokens", 0) + totals.get("output_tokens", 0))
@@ -77,16 +61,13 @@ class Latency(Metric):
     name: ClassVar[str] = "latency"
     description: ClassVar[str] = "seconds recorded in the data (session, else summed over messages)"
     scale: ClassVar[tuple[float, float]] = _UNBOUNDED
+    needs: ClassVar[tuple[str, ...]] = ("latency",)
 
     def score_session(self, session: Session) -> MetricResult:
-        latency = session.metadata.get("latency_ms")
-        if not _finite(latency):
-            parts = [m.metadata.get("latency_ms") for m in session.messages]
-            numbers = [p for p in parts if _finite(p)]
-            if not numbers:
-                return self.not_applicable("missing latency in the data")
-            latency = sum(numbers)
-        return self.result(float(latency) / 1000.0)
+        latency = recorded_latency(session)
+        if latency is None:
+            return self.not_applicable("missing latency in the data")
+        return self.result(latency / 1000.0)
 
 
 @register_metric

@@ -277,6 +277,19 @@ class Browsing:
         with self._engine.read() as conn:
             return dict(conn.execute("SELECT id, assistant_id FROM sessions WHERE dataset_id = ?", [dataset_id]))
 
+    def assistants_of(self, pks: list[int]) -> dict[int, str | None]:
+        """The assistant of each of a few sessions, by ``pk``."""
+        found: dict[int, str | None] = {}
+        with self._engine.read() as conn:
+            for start in range(0, len(pks), 500):
+                chunk = pks[start : start + 500]
+                found.update(
+                    conn.execute(
+                        f"SELECT id, assistant_id FROM sessions WHERE id IN ({','.join('?' * len(chunk))})", chunk
+                    ).fetchall()
+                )
+        return found
+
     def status_changes(self, dataset: str) -> list[tuple[str, str, Any, int]]:
         """How many times each reviewer set each status on each day: ``(day, author, status as JSON, count)``."""
         dataset_id = self._store.datasets.id_of(dataset)

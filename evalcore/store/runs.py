@@ -120,6 +120,18 @@ class Run(_Counts):
         """Whether scoring again with the same metrics, filters and judge goes on with this run."""
         return self.status in RESUMABLE
 
+    def same_work(
+        self, metrics: list[str], params: dict[str, Any], filters: dict[str, Any], judge_model: str | None
+    ) -> bool:
+        """Whether the run scores ``metrics`` with ``params`` on the sessions ``filters`` (``SessionFilter.as_dict``)
+        match, with the judge model ``judge_model``."""
+        return (
+            self.metrics == metrics
+            and self.params == params
+            and (self.filter_data or {}) == filters
+            and self.judge_model == judge_model
+        )
+
 
 @dataclass(frozen=True)
 class RunProgress(_Counts):
@@ -281,6 +293,18 @@ class ScoreReads:
                     cells[(pk, name)] = value
         return cells
 
+    def error_counts(self, run_id: int) -> list[tuple[str | None, int]]:
+        """``(error, how many)`` of the run's failed session-level items, one pair per distinct error text."""
+        with self._engine.read() as conn:
+            return [
+                (error, int(n))
+                for error, n in conn.execute(
+                    "SELECT error, count(*) FROM scores WHERE run_id = ? AND turn = -1 AND status = 'error' "
+                    "GROUP BY error",
+                    [run_id],
+                ).fetchall()
+            ]
+
     def judge_spend(self, run_ids: list[int]) -> dict[int, tuple[int | None, float | None]]:
         """Each run's judge calls and cost, summed over its judged session scores (``idx_scores_judged``)."""
         if not run_ids:
@@ -392,19 +416,32 @@ class Runs(ScoreReads):
         filters: SessionFilter | None = None,
     ) -> Run | None:
         """The latest unfinished (running, cancelled or failed) run of the same metrics, settings, filters
-        and judge on ``dataset``."""
+        and judge model on ``dataset`` (whatever its endpoint: ``evalcore.resuming`` decides where it goes on)."""
+        return next(iter(self.unfinished(dataset, metrics, params, judge_model, filters)), None)
+
+    def unfinished(
+        self,
+        dataset: str,
+        metrics: list[str],
+        params: dict[str, Any],
+        judge_model: str | None,
+        filters: SessionFilter | None = None,
+    ) -> list[Run]:
+        """Every unfinished run of the same metrics, settings, filters and judge model on ``dataset``, newest
+        first."""
         params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
         chosen = filters.as_dict() if filters is not None else {}
-        for run in self.recent(dataset):
-            if (
-                run.resumable
-                and run.metrics == metrics
-                and run.params == params
-                and (run.filter_data or {}) == chosen
-                and run.judge_model == judge_model
-            ):
-                return run
-        return None
+        return [
+            run for run in self.recent(dataset) if run.resumable and run.same_work(metrics, params, chosen, judge_model)
+        ]
+
+    def set_judge_endpoint(self, run_id: int, judge_base_url: str) -> Run:
+        """Record that run ``run_id`` calls its judge at ``judge_base_url`` from now on (stored as given: the caller
+        strips its credentials first): a run resumed on another endpoint, confirmed by its user."""
+        self._store.require("score", "score a dataset")
+        with self._engine.write() as conn:
+            conn.execute("UPDATE runs SET judge_base_url = ? WHERE id = ?", [judge_base_url, run_id])
+        return self.get(run_id)
 
     def sessions(self, pks: list[int]) -> list[tuple[int, Session]]:
         """The sessions under ``pks`` as a scorer reads them: ``(pk, session)`` in that order, missing ones

@@ -25,6 +25,7 @@ from evalcore.store.runs import Run
 from evalcore.store.store import Store
 from evalcore.views.review.tables import session_label
 from evalcore.views.table import spread
+from evalcore.views.text import visible
 
 __all__ = [
     "Bin",
@@ -41,6 +42,7 @@ __all__ = [
     "compare_runs",
     "disagreement_rows",
     "distribution",
+    "earlier_runs",
     "heatmap",
     "metric_scale",
     "pair_sessions",
@@ -132,7 +134,9 @@ class Comparison:
 @dataclass(frozen=True)
 class Heatmap:
     """A page of sessions x a run's metrics: raw values, and values placed on 0..1 by each metric's scale
-    (colours compare across metrics), in the order of one metric, lowest first."""
+    (colours compare across metrics), in the order of one metric, lowest first. A metric with an open scale (a
+    count: turns, tool calls, tokens, seconds) is ``neutral``: more is not better, so it is not coloured on the
+    red-to-green scale of quality. Each row names its session's assistant."""
 
     run_id: int
     metrics: list[str]
@@ -140,6 +144,25 @@ class Heatmap:
     values: list[list[float | None]]
     scaled: list[list[float | None]]
     total: int  # sessions the run scored on the metric that orders them
+    neutral: list[bool] = field(default_factory=list)  # per metric: an open scale (a count), not a quality
+    assistants: list[str | None] = field(default_factory=list)  # per row
+
+    @property
+    def row_labels(self) -> list[str]:
+        """Each row's session as shown (``session_label``) with its assistant: ``s-07 · bot-a`` (plain text)."""
+        labels = []
+        for (_, ref), assistant in zip(self.sessions, self.assistants or [None] * len(self.sessions), strict=True):
+            label = session_label(ref)
+            if assistant and not label.endswith(" · " + visible(assistant)):
+                label += " · " + visible(assistant)
+            labels.append(label)
+        return labels
+
+    def cells(self, neutral: bool) -> list[list[float | None]]:
+        """The scaled values of the neutral metrics (``neutral``) or of the others, ``None`` in the other
+        columns: what each colour scale draws."""
+        keep = [n == neutral for n in self.neutral] if self.neutral else [not neutral] * len(self.metrics)
+        return [[v if k else None for v, k in zip(row, keep, strict=True)] for row in self.scaled]
 
 
 @dataclass(frozen=True)
@@ -167,6 +190,11 @@ def scored_runs(store: Store, dataset: str) -> list[Run]:
     came with the data, what the Dashboard shows first when there are any), then the others newest first."""
     runs = [r for r in store.runs.recent(dataset) if r.metrics]
     return sorted(runs, key=lambda r: not r.imported)  # (a stable sort: the others keep their order)
+
+
+def earlier_runs(runs: list[Run], run: Run, metric: str) -> list[Run]:
+    """Of ``runs``, those made before ``run`` that scored ``metric``: what it can be compared with, newest first."""
+    return sorted((r for r in runs if r.id < run.id and metric in r.metrics), key=lambda r: -r.id)
 
 
 def metric_scale(metric: str) -> tuple[float, float]:
@@ -386,7 +414,12 @@ def heatmap(store: Store, run_id: int, metric: str, *, limit: int = 40, offset: 
         [None if v is None else _placed(v, scales[m]) for v, m in zip(row, run.metrics, strict=True)] for row in values
     ]
     refs = store.sessions.links(shown)
-    return Heatmap(run_id, list(run.metrics), [(pk, refs[pk]) for pk in shown], values, scaled, int(total))
+    assistants = store.sessions.assistants_of(shown)
+    neutral = [not math.isfinite(metric_scale(m)[1]) for m in run.metrics]
+    return Heatmap(
+        run_id, list(run.metrics), [(pk, refs[pk]) for pk in shown], values, scaled, int(total), neutral,
+        [assistants.get(pk) for pk in shown],
+    )  # fmt: skip
 
 
 def _observed_scale(store: Store, run_id: int, metric: str) -> tuple[float, float]:

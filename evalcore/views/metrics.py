@@ -21,7 +21,7 @@ import typing
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -31,10 +31,14 @@ from evalcore.errors import NotFoundError, UsageError
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import REQUIREMENTS, Metric, create_metric, get_metric, metrics, plugin_failures
 from evalcore.metrics.transcript import transcript
+from evalcore.model.redact import public_url
+from evalcore.resuming import OtherEndpointError
 from evalcore.schema import Session
 from evalcore.store import Store
-from evalcore.store.jobs import Job
-from evalcore.store.runs import RESUMABLE
+from evalcore.store.jobs import STALLED_AFTER, Job
+from evalcore.store.records import now
+from evalcore.store.runs import RESUMABLE, Run
+from evalcore.views.outcome import Failure, ending, failures, failures_text
 from evalcore.views.table import column
 from evalcore.views.text import visible
 
@@ -47,18 +51,22 @@ __all__ = [
     "Estimate",
     "EstimateRow",
     "JudgeView",
+    "LastRun",
     "MetricInfo",
     "NeedsProfile",
     "ParamField",
     "PastRun",
     "PickerRow",
+    "ResumeView",
     "ProgressView",
     "applicability",
+    "endpoint_refusal",
     "estimate",
     "estimate_rows",
     "estimate_total",
     "judge_config",
     "judge_view",
+    "last_run",
     "latest_scoring_job",
     "metric_groups",
     "needs_profile",
@@ -69,6 +77,9 @@ __all__ = [
     "plugin_problems",
     "progress_view",
     "resumable_runs",
+    "resume_view",
+    "run_failures",
+    "run_view",
 ]
 
 Group = Literal["deterministic", "LLM judge"]
@@ -92,6 +103,8 @@ NEED_LABELS: dict[str, str] = {
     "answer": "an assistant answer",
     "user_message": "a user message",
     "guidelines": "guidelines",
+    "token_usage": "token usage recorded in the data",
+    "latency": "latency recorded in the data",
 }
 
 #: Needs a metric adds beyond its class's ``needs`` (its own ``missing``), and the parameter that lifts them.
@@ -627,19 +640,21 @@ def estimate_total(estimates: list[Estimate]) -> str:
 
 @dataclass(frozen=True)
 class ProgressView:
-    """A scoring job as the page follows it: the bar's fraction and text, and the live counts."""
+    """A scoring job (or a run started outside the app) as the page follows it: the bar's fraction and text, the
+    live counts, and the failures grouped by reason."""
 
-    job_id: int
+    job_id: int | None  # None: a run no job of the app works on (the command line's, the library's)
     run_id: int | None
-    status: str  # "running", "done", "cancelled", "failed" or "stalled"
+    status: str  # "running", "done", "partial", "failed", "cancelled" or "stalled"
     fraction: float
-    sessions_done: int
-    sessions_total: int
+    sessions_done: int | None  # None: not known (a run without a job counts items only)
+    sessions_total: int | None
     done: int  # (session, metric) items scored
     failed: int
     not_applicable: int
     items: int
     message: str
+    failures: tuple[Failure, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -654,16 +669,57 @@ class ProgressView:
     @property
     def counts_markdown(self) -> str:
         """The sessions and the items' counts in one line, the figures in bold (markdown; only numbers)."""
-        return (
-            f"Sessions **{self.sessions_done:,}** of {self.sessions_total:,} · items **{self.done:,}** done · "
-            f"**{self.failed:,}** failed · **{self.not_applicable:,}** not applicable"
-            + (f" of {self.items:,}" if self.items else "")
+        items = f"**{self.done:,}** done · **{self.failed:,}** failed · **{self.not_applicable:,}** not applicable" + (
+            f" of {self.items:,}" if self.items else ""
         )
+        if self.sessions_total is None:
+            return "Items " + items
+        return f"Sessions **{self.sessions_done or 0:,}** of {self.sessions_total:,} · items " + items
+
+    @property
+    def failures_line(self) -> str:
+        """``Failures: 140 × HTTP 500 from the judge · 20 × timeout`` (empty when nothing failed)."""
+        return f"Failures: {failures_text(list(self.failures))}" if self.failures else ""
+
+
+#: Failures of runs already grouped, by (database, run, failed items, last save): a finished run's never change.
+_failures: dict[tuple[Any, ...], tuple[Failure, ...]] = {}
+
+
+def run_failures(store: Store, run_id: int, n_failed: int, updated_at: str | None = None) -> tuple[Failure, ...]:
+    """Run ``run_id``'s failed items grouped by reason, the most frequent first (none when ``n_failed`` is 0)."""
+    if not n_failed:
+        return ()
+    key = (store.url, run_id, n_failed, updated_at)
+    with _cache_lock:
+        found = _failures.get(key)
+    if found is None:
+        found = tuple(failures(store.runs.error_counts(run_id)))
+        with _cache_lock:
+            if len(_failures) >= 512:
+                _failures.clear()
+            _failures[key] = found
+    return found
+
+
+def _finished(status: str, done: int, failed: int) -> str:
+    """A run's status as shown: a "done" run where items failed is "partial", or "failed" when all did."""
+    return ending(done, failed) if status == "done" else status
+
+
+def _done_message(view_status: str, done: int, failed: int, scored: str, run_id: int | None) -> str:
+    run = f" (run #{run_id})" if run_id else ""
+    if view_status == "failed":
+        return f"Failed: all {failed:,} items failed, none was scored{run}"
+    if view_status == "partial":
+        return f"Partly failed: {failed:,} of {done + failed:,} items failed{run}"
+    return f"Done: {scored}{run}"
 
 
 def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
     """How far scoring job ``job`` (whose run is ``run_id``, once it exists) has come."""
     done = failed = na = items = 0
+    updated = None
     if run_id is not None:
         try:
             live = store.runs.progress(run_id)
@@ -671,24 +727,81 @@ def progress_view(store: Store, job: Job, run_id: int | None) -> ProgressView:
             pass
         else:
             items, done, failed, na = live.n_items, live.n_done, live.n_failed, live.n_not_applicable
+            updated = live.updated_at
     status = "stalled" if job.stalled else job.status
     fraction = job.fraction if job.total or job.status == "done" else 0.0
     if status == "running":
         message = f"Scoring: {job.done:,} of {job.total:,} sessions" if job.total else "Starting the run…"
     elif status == "done":
-        message = f"Done: {job.total:,} sessions scored" + (f" (run #{run_id})" if run_id else "")
+        status = ending(done, failed)
+        message = _done_message(status, done, failed, f"{job.total:,} sessions scored", run_id)
     elif status == "cancelled":
         message = f"Cancelled after {job.done:,} of {job.total:,} sessions; resume it below to go on"
     elif status == "stalled":
         message = "The scoring stopped without a word (the server was restarted?); resume it below"
     else:
         message = f"Failed: {job.error}"
-    return ProgressView(job.id, run_id, status, fraction, job.done, job.total, done, failed, na, items, message)
+    found = run_failures(store, run_id, failed, updated) if run_id is not None else ()
+    return ProgressView(job.id, run_id, status, fraction, job.done, job.total, done, failed, na, items, message, found)
+
+
+def run_view(store: Store, run: Run) -> ProgressView:
+    """Run ``run`` as the page shows a run no job of the app works on (started from the command line, say): its
+    status, counts and failures, from its row."""
+    status: str = run.status
+    stalled = run.status == "running" and run.updated_at is not None and _older_than(run.updated_at, STALLED_AFTER)
+    if stalled:
+        status = "stalled"
+    scored = f"{run.items_done:,} of {run.n_items:,} items"
+    if status == "running":
+        message = f"Scoring outside the app: {scored}"
+    elif status == "done":
+        status = ending(run.n_done, run.n_failed)
+        message = _done_message(status, run.n_done, run.n_failed, f"{run.n_items:,} items scored", run.id)
+    elif status == "cancelled":
+        message = f"Cancelled after {scored}; resume it below to go on"
+    elif status == "stalled":
+        message = "The scoring stopped without a word (its process was stopped?); resume it below"
+    else:
+        message = f"Failed: {run.error or 'no reason recorded'}"
+    return ProgressView(
+        None, run.id, status, run.fraction, None, None, run.n_done, run.n_failed, run.n_not_applicable,
+        run.n_items, message, run_failures(store, run.id, run.n_failed, run.updated_at),
+    )  # fmt: skip
+
+
+def _older_than(stamp: str, age: timedelta) -> bool:
+    try:
+        return datetime.fromisoformat(now()) - datetime.fromisoformat(stamp) > age
+    except ValueError:
+        return False
 
 
 def latest_scoring_job(store: Store, dataset: str) -> Job | None:
     """The dataset's latest scoring job (running or not), if any."""
     return next((job for job in store.jobs.recent(dataset, limit=50) if job.kind == "score"), None)
+
+
+@dataclass(frozen=True)
+class LastRun:
+    """The dataset's latest scoring, whoever started it: a job of the app, or a run made elsewhere (the command
+    line)."""
+
+    label: str
+    view: ProgressView
+
+
+def last_run(store: Store, dataset: str) -> LastRun | None:
+    """The dataset's latest scoring: its latest job, or its latest run when that is newer (a run the command line
+    made has no job)."""
+    job = latest_scoring_job(store, dataset)
+    newest = store.runs.recent(dataset, limit=1)
+    run = newest[0] if newest else None
+    if run is not None and (job is None or (job.run_id != run.id and run.started_at > job.started_at)):
+        return LastRun(run.label, run_view(store, run))
+    if job is None:
+        return None
+    return LastRun(job.label, progress_view(store, job, job.run_id))
 
 
 # -- past runs --------------------------------------------------------------------------------------
@@ -725,6 +838,7 @@ class PastRun:
     cost: float | None = column("cost ($)", default=None)
     duration: str = ""
     by: str = ""
+    failures: str = ""  # "140 × HTTP 500 from the judge · 20 × timeout"
 
     @property
     def label(self) -> str:
@@ -735,21 +849,27 @@ class PastRun:
 
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
     """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
-    applicable, judge calls and cost (summed over the session scores), duration, status and who started it. (A
-    metric's parameters and the judge's name are what someone typed: their invisible characters are shown as
-    escapes.)"""
+    applicable, judge calls and cost (summed over the session scores), duration, status and who started it, and
+    the failures grouped by reason. A finished run where items failed has the status "partial", or "all failed"
+    when every item that could be scored failed. (A metric's parameters and the judge's name are what someone
+    typed: their invisible characters are shown as escapes.)"""
     store.datasets.id_of(dataset)  # NotFoundError for no such dataset
     runs = store.runs.recent(dataset, limit=limit)
     spent = store.runs.judge_spend([run.id for run in runs])
     result = []
     for run in runs:
         calls, cost = spent.get(run.id, (None, None))
+        shown = _finished(run.status, run.n_done, run.n_failed)
+        if run.status == "done" and shown == "failed":
+            shown = "all failed"  # (not "failed": a run stopped by an error, which can be resumed)
+        reasons = run_failures(store, run.id, run.n_failed, run.updated_at)
         result.append(
             PastRun(
-                run.id, run.started_at[:19].replace("T", " "), "imported" if run.imported else run.status,
+                run.id, run.started_at[:19].replace("T", " "), "imported" if run.imported else shown,
                 visible(", ".join(run.metrics)),
                 visible(run.judge_model or ""), run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls,
                 cost, _duration(run.started_at, run.finished_at or run.updated_at), visible(run.created_by or ""),
+                visible(failures_text(list(reasons))),
             )
         )  # fmt: skip
     return result
@@ -759,3 +879,61 @@ def resumable_runs(rows: list[PastRun], active_run: int | None) -> list[PastRun]
     """Of ``past_runs``' rows, the runs that can go on: cancelled, failed, or left running by a worker
     that is gone (not ``active_run``, the one a job works on now)."""
     return [row for row in rows if row.status in RESUMABLE and row.run != active_run]
+
+
+# -- resuming at the run's own endpoint ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResumeView:
+    """Where resuming run ``run`` calls its judge: its own model at its own endpoint (``own_url``; ``None``: the run
+    did not record it), and the endpoint the form names (``form_url``), which needs the user's confirmation."""
+
+    run: int
+    model: str | None
+    own_url: str | None
+    form_url: str
+
+    @property
+    def other(self) -> bool:
+        """The form names another endpoint than the run's (or the run did not record its own)."""
+        return bool(self.model) and (self.own_url is None or public_url(self.own_url) != public_url(self.form_url))
+
+    @property
+    def must_confirm(self) -> bool:
+        """The run can go on only at a confirmed endpoint: it did not record its own."""
+        return bool(self.model) and self.own_url is None
+
+    @property
+    def note(self) -> str:
+        """What resuming calls, in a sentence."""
+        if not self.model:
+            return f"Run #{self.run} has no judge metric: resuming it calls no model."
+        if self.own_url is None:
+            return f"Run #{self.run} did not record where its judge {self.model} was called: confirm the endpoint."
+        return f"Resuming run #{self.run} calls its own judge, {self.model} at {self.own_url}."
+
+    @property
+    def confirm_label(self) -> str | None:
+        """The confirmation naming both endpoints (``None``: none needed)."""
+        if not self.other:
+            return None
+        own = f"the run's own {self.own_url}" if self.own_url else "an endpoint the run did not record"
+        return f"Call {self.form_url} (this form's endpoint) instead of {own}"
+
+
+def resume_view(store: Store, run_id: int, form_url: str) -> ResumeView:
+    """Where resuming run ``run_id`` calls its judge, against the form's endpoint ``form_url``."""
+    run = store.runs.get(run_id)
+    own = run.judge_base_url if run.judge_model else None
+    return ResumeView(run.id, visible(run.judge_model) if run.judge_model else None, own, public_url(form_url))
+
+
+def endpoint_refusal(exc: OtherEndpointError) -> str:
+    """Why the Run button did not start: an unfinished run of the same metrics called its judge elsewhere."""
+    own = exc.run_url or "an endpoint it did not record"
+    return (
+        f"Run #{exc.run_id} of these metrics and settings is unfinished, and its judge was called at {own}; this "
+        f"form names {exc.url}. Resume it under Past runs (at its own endpoint, or confirm this one there), or tick "
+        "“Start a new run”."
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from evalcore.errors import UsageError
@@ -58,6 +59,22 @@ class SessionsTable:
         shown += ["ground_truth", *(["score"] if self.scored else []), *self.metrics]
         shown += [name for name in ("last_edit_by",) if any(row.last_edit_by for row in self.rows)]
         return [*shown, "updated"]
+
+    @property
+    def number_formats(self) -> dict[str, str]:
+        """Each score column's format (``score`` and each metric): whole numbers (counts: turns, tool calls,
+        tokens) as integers, ``%d``; any other as ``%.2f``."""
+        columns = {
+            "score": [row.score for row in self.rows],
+            **{m: [row.scores.get(m) for row in self.rows] for m in self.metrics},
+        }
+        return {name: "%d" if _whole(values) else "%.2f" for name, values in columns.items()}
+
+
+def _whole(values: list[float | None]) -> bool:
+    """Every number among ``values`` (at least one) is a whole one."""
+    numbers = [v for v in values if v is not None and math.isfinite(v)]
+    return bool(numbers) and all(float(v).is_integer() for v in numbers)
 
 
 def page_filter(

@@ -18,6 +18,7 @@ from evalcore.solver.dataset import sample_session_id
 from evalcore.solver.samples import place_samples
 from evalcore.store.jobs import Job
 from evalcore.store.store import Store
+from evalcore.views.outcome import Failure, ending, failures, failures_text
 
 __all__ = [
     "EndpointView",
@@ -169,9 +170,13 @@ class EndpointView:
     url: str
     has_key: bool
 
-    def config(self, model: str, concurrency: int) -> ModelConfig:
-        """The client's config for a run of ``model`` (the key read from the environment, on this side only)."""
-        return ModelConfig.for_models(model, concurrency=concurrency)
+    def config(self, model: str, concurrency: int, base_url: str | None = None) -> ModelConfig:
+        """The client's config for a run of ``model`` (the key read from the environment, on this side only) at
+        ``base_url`` as the form shows it: the environment's own endpoint (its credentials kept) when it is the one
+        shown, or left blank."""
+        typed = (base_url or "").strip()
+        chosen = None if not typed or public_url(typed) == self.url else typed
+        return ModelConfig.for_models(model, base_url=chosen, concurrency=concurrency)
 
 
 def endpoint_view() -> EndpointView:
@@ -189,19 +194,39 @@ def default_model() -> str:
 class SolveProgress:
     """A solver job as the page shows it."""
 
-    status: str  # running | done | cancelled | failed | stalled
+    status: str  # running | done | partial | failed | cancelled | stalled
     fraction: float
     message: str
     summary: str | None
     errors: list[str]
     active: bool  # the job still runs (a stalled one too: it may be slow), so the page keeps following it
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def failures_line(self) -> str:
+        """``Failures: 6 × HTTP 500 from the model`` (empty when no sample failed)."""
+        return f"Failures: {failures_text(list(self.failures))}" if self.failures else ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def solve_progress(job: Job) -> SolveProgress:
-    """How far solver job ``job`` has come, and what it did."""
+    """How far solver job ``job`` has come, and what it did: a finished job where samples failed is "partial", or
+    "failed" when none was solved; its samples' errors grouped by reason."""
     result = job.result or {}
     summary = result.get("summary") if isinstance(result.get("summary"), str) else None
     errors = [str(e) for e in result.get("errors") or []]
+    # Each error is "<session id>: <what went wrong>": grouped by what went wrong.
+    found = tuple(failures(((e.partition(": ")[2] or e, 1) for e in errors), "the model"))
+    solved, failed = _count(result.get("solved")), _count(result.get("failed"))
+    if job.status == "done" and failed:
+        if ending(solved, failed) == "failed":
+            message = f"Failed: all {failed:,} samples failed, none was solved"
+        else:
+            message = f"Partly failed: {failed:,} of {solved + failed:,} samples failed"
+        return SolveProgress(ending(solved, failed), 1.0, message, summary, errors, False, found)
     if job.status == "running" and job.stalled:
         status = "stalled"
         message = (
@@ -217,7 +242,7 @@ def solve_progress(job: Job) -> SolveProgress:
     else:
         status, message = "failed", f"Failed: {job.error}"
     fraction = job.fraction if job.total else 0.0
-    return SolveProgress(status, fraction, message, summary, errors, job.status == "running")
+    return SolveProgress(status, fraction, message, summary, errors, job.status == "running", found)
 
 
 def latest_solve_job(store: Store, dataset: str | None = None) -> Job | None:

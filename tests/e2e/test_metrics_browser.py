@@ -95,3 +95,26 @@ def test_a_judge_metric_shows_its_estimate(server: Server, new_page: NewPage) ->
     expect(page.get_by_text(re.compile(r"About 100 calls, [\d,]+ tokens, \$[\d.]+\."))).to_be_visible()
     expect(page.get_by_role("button", name="Run", exact=True)).to_be_enabled()
     shot(page, "metrics-judge")
+
+
+def test_a_run_where_every_item_failed_is_shown_failed(server: Server, new_page: NewPage) -> None:
+    good = ragas_lines()
+    server.import_sessions("unreachable", [good[n % len(good)] for n in range(4)], "unreachable.jsonl")
+    page = new_page("/metrics?dataset=unreachable")
+    expect(heading(page)).to_have_text("Metrics")
+    page.get_by_role("tab", name="LLM judge (15)").click()
+    pick(page, "LLM judge metrics to run", ["safety"])
+    page.get_by_role("textbox", name="Judge model").fill("gpt-4o-mini")
+    page.keyboard.press("Enter")
+    settle(page)
+    endpoint = page.get_by_role("textbox", name="Endpoint (base URL)")
+    endpoint.fill("http://127.0.0.1:9/v1")  # nothing listens there: every call fails
+    page.keyboard.press("Enter")
+    settle(page)
+    page.get_by_role("button", name="Run", exact=True).click()
+    failed = alert(page, re.compile(r"Failed: all 4 items failed, none was scored"))
+    expect(failed).to_be_visible(timeout=120_000)
+    expect(failed.locator('[data-testid="stAlertContentError"]')).to_have_count(1)  # red
+    expect(page.get_by_text("Failures: 4 × the judge could not be reached")).to_be_visible()
+    expect(alert(page, re.compile(r"Done: "))).to_have_count(0)  # never a green "Done"
+    shot(page, "metrics-all-failed")
