@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable, Iterator
@@ -360,3 +361,70 @@ def scroll_to(container_key: str) -> None:
     if not container_key.replace("-", "").replace("_", "").isalnum() or not container_key.isascii():
         raise ValueError(f"not a container key to scroll to: {container_key!r}")
     st.html(_SCROLL % (container_key, container_key), unsafe_allow_javascript=True, width="content")
+
+
+#: Review's shortcuts that change a session's status, and those that leave it (the page's keys of their buttons).
+STATUS_KEYS = ("approve_next", "approve", "reject", "flag", "todo")
+LEAVING_KEYS = ("previous", "next", "turns_back", "turns_on")
+
+# Typing is never lost to a shortcut: Streamlit lets Ctrl/Alt shortcuts through while the cursor is in a text box
+# (its hotkeys listen on the document). This listener sits on the body, between the app's own handlers (React's,
+# at #root: a text area's Ctrl+Enter still applies it) and the document's: a status shortcut typed in a text box
+# stops here; a shortcut that leaves the page of text typed and not saved (a form not submitted, a box not yet
+# applied) asks first, and goes on by clicking its button when the person says so. A click on those buttons asks
+# the same. Installed once per browser tab.
+_GUARD = """<script>(() => {
+  const doc = window.parent ? window.parent.document : document;
+  const win = doc.defaultView || window;
+  if (win.__evalcoreGuard) return;
+  win.__evalcoreGuard = true;
+  const STATUS = %s, LEAVING = %s;
+  const ASK = "You have typed text that is not saved. Leave it?";
+  const editable = (el) => el && (el.isContentEditable || el.tagName === "TEXTAREA" ||
+    (el.tagName === "INPUT" && !["checkbox", "radio", "range", "button", "file", "reset", "submit", "color"]
+      .includes(el.type)));
+  const combo = (e) => (e.ctrlKey || e.metaKey ? "Ctrl+" : "") + (e.altKey ? "Alt+" : "") +
+    (e.key === "Enter" ? "Enter" : (e.code || "").replace(/^Key/, "").toUpperCase());
+  const dirty = () => doc.querySelector("[data-evalcore-dirty]") !== null;
+  const clean = (el) => { if (el && el.removeAttribute) el.removeAttribute("data-evalcore-dirty"); };
+  doc.addEventListener("input", (e) => {
+    if (!editable(e.target)) return;
+    const form = e.target.closest("[data-testid='stForm']");
+    (form || e.target).setAttribute("data-evalcore-dirty", "1");
+  }, true);
+  doc.addEventListener("focusout", (e) => {  // a box outside a form applies its text when it loses the cursor
+    if (editable(e.target) && !e.target.closest("[data-testid='stForm']")) clean(e.target);
+  }, true);
+  doc.addEventListener("click", (e) => {
+    const button = e.target.closest && e.target.closest("button");
+    if (!button) return;
+    if (button.closest("[data-testid='stFormSubmitButton']")) {
+      clean(button.closest("[data-testid='stForm']"));
+      return;
+    }
+    const leaving = LEAVING.some(([, key]) => button.closest(".st-key-" + key));
+    if (leaving && dirty() && !win.confirm(ASK)) { e.preventDefault(); e.stopImmediatePropagation(); }
+    else if (leaving) doc.querySelectorAll("[data-evalcore-dirty]").forEach(clean);
+  }, true);
+  doc.body.addEventListener("keydown", (e) => {
+    if (!editable(e.target)) return;
+    const pressed = combo(e);
+    if (STATUS.some(([keys]) => keys === pressed)) { e.stopPropagation(); return; }
+    const leave = LEAVING.find(([keys]) => keys === pressed);
+    if (!leave || !dirty()) return;
+    e.stopPropagation();
+    e.preventDefault();
+    if (!win.confirm(ASK)) return;
+    doc.querySelectorAll("[data-evalcore-dirty]").forEach(clean);
+    const target = doc.querySelector(".st-key-" + leave[1] + " button");
+    if (target) target.click();
+  }, false);
+})();</script>"""
+
+
+def guard_typing() -> None:
+    """Keep what a person types from being lost to a keyboard shortcut or a click that leaves the page (see
+    ``_GUARD``): status shortcuts do nothing in a text box; leaving with unsaved text asks first."""
+    status = [[SHORTCUTS[k][1], k] for k in STATUS_KEYS]
+    leaving = [[SHORTCUTS[k][1], k] for k in LEAVING_KEYS]
+    st.html(_GUARD % (json.dumps(status), json.dumps(leaving)), unsafe_allow_javascript=True, width="content")

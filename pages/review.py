@@ -700,3 +700,5 @@ with talk_column:
     scroll_turn = st.session_state.pop("turn_scroll", None)
     if scroll_turn is not None and any(turn.index == scroll_turn for turn in shown):
         _shared.scroll_to(f"turn-{scroll_turn}")
+
+_shared.guard_typing()  # typed text is never lost to a shortcut (last: the element takes no room above anything)

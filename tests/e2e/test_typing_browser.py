@@ -1,0 +1,73 @@
+"""Typed text is never lost to a keyboard shortcut (headless Chromium, one-person mode): a status shortcut pressed in
+a text box does nothing; leaving with text typed and not saved (Alt+N, or a click on Next) asks first, and staying
+keeps the text; outside a text box the shortcuts work as ever."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from app_server import settle, shot
+from e2e_ui import Server, ragas_lines, review_path, set_reviewer, text_area
+from playwright.sync_api import Page, expect
+
+from evalcore.store import open_store
+
+pytestmark = pytest.mark.browser
+
+
+def _status(server: Server, ref: str) -> str:
+    with open_store(server.db) as store:
+        return store.sessions.get(store.sessions.find_ref("typing", ref)).session.status
+
+
+def _answering(dialogs: list[str], accept: bool) -> Any:
+    def handle(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    return handle
+
+
+def test_shortcuts_never_lose_typed_text(server: Server, new_page: Any) -> None:
+    refs = server.import_sessions("typing", ragas_lines()[:3], "typing.jsonl")
+    page: Page = new_page(review_path("typing", refs[0]))
+    set_reviewer(page, "Ann")
+    box = text_area(page, "Reference answer")
+    box.fill("Typed and not saved yet")
+    box.press("Alt+A")  # approve: not from inside a text box
+    box.press("Alt+X")  # reject: neither
+    settle(page)
+    assert _status(server, refs[0]) == "todo"
+    expect(box).to_have_value("Typed and not saved yet")
+
+    dialogs: list[str] = []
+    page.once("dialog", _answering(dialogs, accept=False))
+    box.press("Alt+N")  # leave: asks; the answer "stay" keeps everything
+    settle(page)
+    assert dialogs == ["You have typed text that is not saved. Leave it?"]
+    assert parse_qs(urlparse(page.url).query)["session"] == [refs[0]]  # still here
+    expect(text_area(page, "Reference answer")).to_have_value("Typed and not saved yet")
+    shot(page, "review-typing-kept")
+
+    page.once("dialog", _answering(dialogs, accept=False))
+    page.get_by_role("button", name="Next").first.click()  # a click on Next asks the same
+    settle(page)
+    assert len(dialogs) == 2
+    expect(text_area(page, "Reference answer")).to_have_value("Typed and not saved yet")
+
+    page.get_by_role("button", name="Save ground truth").click()  # saved: leaving asks nothing now
+    settle(page)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    page.keyboard.press("Alt+A")  # outside a text box a shortcut works as ever
+    settle(page)
+    assert _status(server, refs[0]) == "approved"
+    with open_store(server.db) as store:
+        assert store.sessions.get(store.sessions.find_ref("typing", refs[0])).session.reference == (
+            "Typed and not saved yet"
+        )
+    page.keyboard.press("Alt+N")
+    settle(page)
+    assert len(dialogs) == 2  # nothing typed: no question
+    expect(page.get_by_text("2 of 3 in the Sessions filter")).to_be_visible()
