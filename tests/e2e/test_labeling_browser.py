@@ -94,7 +94,10 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
     expect(cy.get_by_text("item 1 of 3 · you have submitted 0")).to_be_visible()  # overlap 2: both on the first
 
     bob.get_by_role("tab", name="Questions").click()
-    expect(bob.get_by_role("tabpanel", name="Questions").get_by_text("Guidelines")).to_be_visible()
+    guidelines = bob.get_by_role("tabpanel", name="Questions").get_by_text("Guidelines")
+    expect(guidelines).to_be_visible()
+    guidelines.click()  # open, for the screenshot
+    expect(bob.get_by_text("means the user's goal was met in this session")).to_be_visible()
     bob.get_by_role("radio", name="yes", exact=True).click()
     expect(bob.get_by_text("Resolved? * · draft")).to_be_visible()
     settle(bob)
