@@ -428,3 +428,45 @@ def guard_typing() -> None:
     status = [[SHORTCUTS[k][1], k] for k in STATUS_KEYS]
     leaving = [[SHORTCUTS[k][1], k] for k in LEAVING_KEYS]
     st.html(_GUARD % (json.dumps(status), json.dumps(leaving)), unsafe_allow_javascript=True, width="content")
+
+
+# What a person types into Review's ground-truth editors is sent to the server as they type (0.7 s after they
+# stop), to be kept as their draft (``store.drafts``): given back when they return — another session and back, a
+# reload, a new tab. The component draws nothing; its script listens to the page's text boxes once per browser tab
+# and names the editor (its widget key) with the text. ``data.suffix`` is the page's current ``PK-EPOCH``: only
+# that session's editors are sent.
+_DRAFTS_JS = """
+export default function(component) {
+  const { setTriggerValue, data } = component;
+  const win = window;
+  const state = win.__evalcoreDrafts || (win.__evalcoreDrafts = { timers: {}, installed: false });
+  state.send = setTriggerValue;
+  state.suffix = data && data.suffix;
+  if (state.installed) return;
+  state.installed = true;
+  document.addEventListener("input", (e) => {
+    const box = e.target;
+    if (!box || !(box.tagName === "TEXTAREA" || (box.tagName === "INPUT" && box.type === "text"))) return;
+    const holder = box.closest("[class*='st-key-s-'], [class*='st-key-t-']");
+    if (!holder) return;
+    const name = [...holder.classList].find((c) => c.startsWith("st-key-s-") || c.startsWith("st-key-t-"));
+    const widget = name ? name.slice("st-key-".length) : "";
+    if (!state.suffix || !widget.endsWith("-" + state.suffix)) return;
+    clearTimeout(state.timers[widget]);
+    state.timers[widget] = setTimeout(() => {
+      delete state.timers[widget];
+      try { state.send("draft", { widget: widget, value: box.value }); } catch (err) { /* the page is gone */ }
+    }, 700);
+  }, true);
+}
+"""
+_drafts_component = st.components.v2.component("evalcore_drafts", js=_DRAFTS_JS)
+
+
+def typed_draft(suffix: str) -> dict[str, Any] | None:
+    """What the browser sent of the text being typed into an editor of the session keyed ``suffix`` (``PK-EPOCH``)
+    since the last run: ``{"widget": KEY, "value": TEXT}``, or None."""
+    result = _drafts_component(key="evalcore_drafts", data={"suffix": suffix}, on_draft_change=lambda: None,
+                               height=0)  # fmt: skip
+    sent = getattr(result, "draft", None)
+    return sent if isinstance(sent, dict) else None

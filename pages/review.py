@@ -3,6 +3,7 @@ status and navigation, history, comments, scores and the answer against the refe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -11,6 +12,7 @@ import streamlit as st
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
 from evalcore.store.labels import LABEL, rubric_verdict
 from evalcore.views.review.diff import diff_markdown, word_diff
+from evalcore.views.review.drafts import SESSION_DRAFTS, TURN_DRAFTS, draft_target
 from evalcore.views.review.fields import (
     SESSION_EDITORS,
     TURN_EDITORS,
@@ -77,12 +79,45 @@ base = bases.setdefault(pk, {"version": stored.version, "session": session, "epo
 key = f"{pk}-{base['epoch']}"
 
 
+def forget_drafts(fields: Iterable[str] | None, turn: int | None = None) -> None:
+    """Drop the person's drafts of ``fields`` (of ``turn``) on this session; ``None``: every draft of theirs."""
+    if author is None:
+        return
+    try:
+        if fields is None:
+            store.drafts.drop(pk)
+        else:
+            for field in fields:
+                store.drafts.drop(pk, field, turn=turn)
+    except EvalcoreError:  # (a draft left behind is harmless: it is shown, never saved, and can be discarded)
+        pass
+
+
+# Text typed into an editor, sent by the browser as it is typed: kept as the person's draft of that field.
+typed = _shared.typed_draft(key)
+typed_into = draft_target(typed.get("widget", ""), key) if typed is not None and author is not None else None
+if typed is not None and typed_into is not None:
+    field_typed, turn_typed = typed_into
+    try:
+        store.drafts.save(pk, field_typed, str(typed.get("value", "")), base_version=base["version"], turn=turn_typed)
+    except EvalcoreError as exc:
+        st.session_state["review_notice"] = ("error", f"Your draft was not kept: {exc}")
+drafts = {(d.field, d.turn): d for d in store.drafts.of(pk)} if author is not None else {}
+fresh_drafts = {where: d.value for where, d in drafts.items() if d.base_version == base["version"]}
+# The drafts there were when this session's forms were first drawn: what "your unsaved text is back" is about (a
+# draft kept while the person types is not announced: nothing above the form may come and go as they type).
+opened_with: set[tuple[str, int | None]] = st.session_state.setdefault("drafts_opened_with", {}).setdefault(
+    key, set(fresh_drafts)
+)
+
+
 def rebase(*, reset: bool) -> None:
     """Base the forms on the store's current version (``reset``: drop what is typed in them too)."""
     fresh = store.sessions.get(pk)
     base.update(version=fresh.version, session=fresh.session)
     if reset:
         base["epoch"] += 1
+        forget_drafts(None)  # what was typed is dropped: its drafts too
 
 
 def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
@@ -100,6 +135,8 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
         st.session_state["review_notice"] = ("error", f"{what} was not saved: {exc}")
         return False
     rebase(reset=False)
+    for turn, _ in groups:  # the form is saved: its drafts are done with
+        forget_drafts(SESSION_DRAFTS.values() if turn is None else TURN_DRAFTS.values(), turn)
     st.session_state["review_notice"] = ("success", f"{what} saved.")
     return True
 
@@ -309,6 +346,26 @@ def save_form(form: dict[str, Any]) -> bool | None:
 with tabs[0]:
     if tabs[0].open:
         values = form_values(edited)
+        restored = {field: text for (field, turn), text in fresh_drafts.items() if turn is None}
+        values.update(restored)
+        if restored.keys() & {field for field, turn in opened_with if turn is None}:
+            with st.container(horizontal=True, vertical_alignment="center"):
+                names = ", ".join(SPECS[f].label for f in restored if f in SPECS)
+                st.caption(f"Your unsaved text is back in: {literal_name(names)} (kept as you typed; not saved yet).")
+                if st.button("Discard it", key=f"discard_fresh-{key}", type="tertiary", icon=":material/undo:"):
+                    forget_drafts(list(restored))
+                    rebase(reset=True)
+                    st.rerun()
+        stale = [d for (_, turn), d in drafts.items() if turn is None and d.base_version != base["version"]]
+        if stale:
+            with st.expander(f"Your unsaved text from version {stale[0].base_version} (the session changed since)",
+                             icon=":material/history_edu:", expanded=True):  # fmt: skip
+                for d in stale:
+                    st.caption(literal_name(SPECS[d.field].label if d.field in SPECS else d.field))
+                    st.code(str(d.value), language=None, wrap_lines=True)
+                if st.button("Discard it", key=f"discard_drafts-{key}"):
+                    forget_drafts([d.field for d in stale])
+                    st.rerun()
         with st.form(f"truth-{key}", border=False):
             form: dict[str, Any] = {}
             for name in ("reference", "goal", "expected_facts", "reference_topics", "guidelines"):
@@ -642,6 +699,7 @@ with talk_column:
     for turn in shown:
         truth = edited.turn_truth[turn.index] if turn.index < len(edited.turn_truth) else turn.truth
         values = turn_form_values(truth)
+        values.update({field: text for (field, at), text in fresh_drafts.items() if at == turn.index})
         weight_key = f"t-weight-{turn.index}-{key}"
         with st.container(border=True, key=f"turn-{turn.index}"):
             st.markdown(f"**Turn {turn.index + 1}** of {view.turn_count}")

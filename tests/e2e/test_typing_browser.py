@@ -71,3 +71,40 @@ def test_shortcuts_never_lose_typed_text(server: Server, new_page: Any) -> None:
     settle(page)
     assert len(dialogs) == 2  # nothing typed: no question
     expect(page.get_by_text("2 of 3 in the Sessions filter")).to_be_visible()
+
+
+def test_a_draft_survives_leaving_a_reload_and_a_new_tab(server: Server, new_page: Any) -> None:
+    refs = server.import_sessions("drafts", ragas_lines()[:3], "drafts.jsonl")
+    page: Page = new_page(review_path("drafts", refs[0]))
+    set_reviewer(page, "Ann")
+    text_area(page, "Goal").fill("Rebook the cancelled flight")
+    page.wait_for_timeout(1500)  # (sent 0.7 s after the last key)
+    settle(page)
+    assert server.rows("SELECT field, turn, value FROM drafts") == [("goal", -1, '"Rebook the cancelled flight"')]
+
+    dialogs: list[str] = []
+    page.on("dialog", _answering(dialogs, accept=True))
+    text_area(page, "Goal").press("Alt+N")  # typed and not saved: asked, and left
+    settle(page)
+    expect(page.get_by_text("2 of 3 in the Sessions filter")).to_be_visible()
+    page.keyboard.press("Alt+P")
+    settle(page)
+    expect(text_area(page, "Goal")).to_have_value("Rebook the cancelled flight")  # back: the draft is there
+
+    page.reload()
+    settle(page)
+    expect(text_area(page, "Goal")).to_have_value("Rebook the cancelled flight")
+    tab = page.context.new_page()
+    tab.goto(server.url + review_path("drafts", refs[0]))
+    settle(tab)
+    expect(text_area(tab, "Goal")).to_have_value("Rebook the cancelled flight")
+    expect(tab.get_by_text("Your unsaved text is back in: Goal")).to_be_visible()
+    shot(tab, "review-draft-restored")
+
+    tab.get_by_role("button", name="Save ground truth").click()
+    settle(tab)
+    assert server.rows("SELECT count(*) FROM drafts") == [(0,)]  # saved: the draft is done with
+    with open_store(server.db) as store:
+        assert store.sessions.get(store.sessions.find_ref("drafts", refs[0])).session.goal == (
+            "Rebook the cancelled flight"
+        )
