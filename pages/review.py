@@ -122,9 +122,16 @@ def rebase(*, reset: bool) -> None:
 
 def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
     """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved."""
-    if author is None:  # (the buttons are off: a shortcut key, or a role lowered since the page was drawn)
-        st.session_state["review_notice"] = ("error", "You may not change this session: see the note above.")
+    def refused(message: str) -> bool:
+        turns = [turn for turn, _ in groups if turn is not None]
+        if len(groups) == 1 and turns:  # a turn's: said in that turn, where its Save was clicked
+            st.session_state["turn_refusal"] = (turns[0], message)
+        else:
+            st.session_state["review_notice"] = ("error", message)
         return False
+
+    if author is None:  # (the buttons are off: a shortcut key, or a role lowered since the page was drawn)
+        return refused("You may not change this session: see the note above.")
     try:
         for turn, changes in groups:
             base["version"] = store.sessions.save(pk, changes, base_version=base["version"], turn=turn)
@@ -132,8 +139,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
         st.session_state["review_conflict"] = {"message": str(exc), "groups": groups, "what": what}
         return False
     except EvalcoreError as exc:
-        st.session_state["review_notice"] = ("error", f"{what} was not saved: {exc}")
-        return False
+        return refused(f"{what} was not saved: {exc}")
     rebase(reset=False)
     for turn, _ in groups:  # the form is saved: its drafts are done with
         forget_drafts(SESSION_DRAFTS.values() if turn is None else TURN_DRAFTS.values(), turn)
@@ -754,6 +760,10 @@ with talk_column:
                         st.rerun()  # the header says how it went: saved, an error, or a conflict
                 if conflict is not None and conflict_turn == turn.index:
                     conflict_box(conflict)  # said here, where its Save was clicked
+                refusal = st.session_state.get("turn_refusal")
+                if refusal is not None and refusal[0] == turn.index:
+                    st.session_state.pop("turn_refusal")
+                    st.error(literal_message(refusal[1]), icon=":material/error:")
     # A deep link's turn (``turn=N``), drawn on this page of turns: scrolled to (last, so that nothing above moves).
     scroll_turn = st.session_state.pop("turn_scroll", None)
     if scroll_turn is not None and any(turn.index == scroll_turn for turn in shown):
