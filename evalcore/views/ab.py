@@ -32,6 +32,7 @@ __all__ = [
     "ab_pairs",
     "ab_rows",
     "pair_rows",
+    "side_caption",
     "task_of",
 ]
 
@@ -113,8 +114,9 @@ def _task_id(metadata: dict[str, object]) -> str | None:
     return None
 
 
-def _side(store: Store, side: Side, metric: str) -> dict[str, list[tuple[int, float]]]:
-    """The side's scored sessions of ``metric`` by task: ``task -> [(pk, value)]`` in session order."""
+def _side(store: Store, side: Side, metric: str, known: dict[int, str | None]) -> dict[str, list[tuple[int, float]]]:
+    """The side's scored sessions of ``metric`` by task: ``task -> [(pk, value)]`` in session order (``known``: the
+    tasks of sessions read before, added to)."""
     run = store.runs.get(side.run_id)
     if metric not in run.metrics:
         raise UsageError(f"run #{run.id} did not score {metric!r}; it scored {', '.join(run.metrics)}")
@@ -126,9 +128,10 @@ def _side(store: Store, side: Side, metric: str) -> dict[str, list[tuple[int, fl
     if side.assistant is not None:
         owners = store.sessions.assistants_of(sorted(values))
         values = {pk: v for pk, v in values.items() if owners.get(pk) == side.assistant}
+    known.update((pk, task_of(session)) for pk, session in store.runs.sessions(sorted(set(values) - set(known))))
     tasks: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for pk, session in store.runs.sessions(sorted(values)):
-        task = task_of(session)
+    for pk in sorted(values):
+        task = known.get(pk)
         if task is not None:
             tasks[task].append((pk, values[pk]))
     return tasks
@@ -138,10 +141,13 @@ def _mean(items: list[tuple[int, float]]) -> float:
     return math.fsum(v for _, v in items) / len(items)
 
 
-def ab_pairs(store: Store, a: Side, b: Side, metric: str) -> tuple[list[ABPair], int, int]:
+def ab_pairs(
+    store: Store, a: Side, b: Side, metric: str, *, known: dict[int, str | None] | None = None
+) -> tuple[list[ABPair], int, int]:
     """The tasks both sides answered, paired on ``metric``, worst first (the largest drop B − A first, then by
-    task); and how many tasks only A and only B answered."""
-    left, right = _side(store, a, metric), _side(store, b, metric)
+    task); and how many tasks only A and only B answered. ``known``: sessions' tasks already read (added to)."""
+    known = {} if known is None else known
+    left, right = _side(store, a, metric, known), _side(store, b, metric, known)
     shared = sorted(set(left) & set(right))
     refs = store.sessions.links([pk for t in shared for pk in (left[t][0][0], right[t][0][0])])
     pairs = [
@@ -189,8 +195,9 @@ def ab_metrics(store: Store, a: Side, b: Side, metrics: list[str] | None = None)
         theirs = store.runs.get(b.run_id).metrics
         metrics = [m for m in store.runs.get(a.run_id).metrics if m in theirs]
     result = []
+    known: dict[int, str | None] = {}  # each session read once, whatever the metrics
     for metric in metrics:
-        pairs, only_a, only_b = ab_pairs(store, a, b, metric)
+        pairs, only_a, only_b = ab_pairs(store, a, b, metric, known=known)
         result.append(_summarised(metric, pairs, only_a, only_b))
     return result
 
@@ -219,6 +226,15 @@ def ab_rows(found: list[ABMetric]) -> list[ABRow]:
         name = visible(m.metric) + (" (higher is not better)" if m.neutral else "")
         rows.append(ABRow(name, m.pairs, m.improved, m.regressed, m.unchanged, m.mean_a, m.mean_b, d.mean, interval))
     return rows
+
+
+def side_caption(store: Store, pk: int) -> str:
+    """A session of a pair in a line: its assistant and its latest score of each metric (plain text)."""
+    stored = store.sessions.get(pk)
+    scores = store.runs.latest_values([pk]).get(pk, {})
+    said = [f"{visible(m)} {v:.3g}" for m, v in scores.items() if v is not None]
+    who = visible(stored.session.assistant_id or "no assistant id")
+    return " · ".join([who, *said])
 
 
 @dataclass(frozen=True)
