@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from app_server import settle, shot
 from dbutil import as_user
 from e2e_ui import ROOT, Server, choose, grid_with, heading
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from evalcore.importing import import_file
 from evalcore.store import open_store
