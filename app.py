@@ -46,6 +46,7 @@ _shared.PAGES.update(
     labeling=st.Page("pages/labeling.py", title="Labeling", icon=":material/checklist:", url_path="labeling"),
     metrics=st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
     dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
+    compare=st.Page("pages/compare.py", title="Side by side", icon=":material/compare_arrows:", url_path="compare"),
     export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
     simulate=st.Page("pages/simulate.py", title="Simulate", icon=":material/forum:", url_path="simulate"),
     users=st.Page("pages/users.py", title="Users", icon=":material/group:", url_path="users"),
@@ -57,7 +58,7 @@ navigation = st.navigation(
         section: [_shared.PAGES[k] for k in keys if k in allowed]
         for section, keys in (
             ("Review", ("datasets", "sessions", "review", "labeling")),
-            ("Scores", ("metrics", "dashboard", "export")),
+            ("Scores", ("metrics", "dashboard", "compare", "export")),
             ("Solver", ("simulate",)),
             ("Team", ("users",)),
         )
@@ -77,7 +78,7 @@ if st.session_state.get("dataset") not in names:
 
 def _dataset_changed() -> None:
     """Another dataset: the session and turn in the URL belonged to the last one."""
-    for name in ("session", "turn"):
+    for name in ("session", "turn", "a", "b", "task", "metric"):
         st.query_params.pop(name, None)
 
 

@@ -6,10 +6,42 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
+import streamlit as st
 
 from evalcore.agreement import Agreement
+from evalcore.views.ab import ABMetric
 from evalcore.views.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
 from evalcore.views.text import chart_text
+from evalcore.views.tools import ToolFailures
+from evalcore.views.usage import Trend
+
+#: Every chart's toolbar: its PNG download (at twice the size, named for the chart) and nothing that changes the
+#: view (the charts are clicked, not zoomed).
+CONFIG: dict[str, Any] = {
+    "displayModeBar": "hover",
+    "displaylogo": False,
+    "modeBarButtons": [["toImage"]],
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+
+def show(fig: go.Figure, *, key: str, csv: str, name: str, **options: Any) -> Any:
+    """Draw ``fig`` with the toolbar's PNG export (``CONFIG``) and, under it, a download of its data (``csv``, named
+    ``name``.csv; a chart with no data has none). Returns the chart's selection event."""
+    config = {**CONFIG, "toImageButtonOptions": {**CONFIG["toImageButtonOptions"], "filename": name}}
+    event = st.plotly_chart(fig, key=key, config=config, **options)
+    show_csv(csv, name=name, key=f"csv-{key}")
+    return event
+
+
+def show_csv(csv: str, *, name: str, key: str) -> None:
+    """A download of a chart's or table's data (``csv``, named ``name``.csv); nothing when there is no data."""
+    if csv:
+        st.download_button(
+            "CSV", csv, file_name=f"{name}.csv", mime="text/csv", key=key, icon=":material/download:",
+            type="tertiary", on_click="ignore", help="This data as a CSV file",
+        )  # fmt: skip
+
 
 BLUE = "#2f62c7"
 GREY = "#9aa3b2"
@@ -233,4 +265,88 @@ def confusion(a: Agreement) -> go.Figure:
     return _layout(
         fig, height=side, xaxis_title="reviewers", yaxis_title="judge", xaxis_type="category",
         yaxis_type="category", yaxis_autorange="reversed",
+    )  # fmt: skip
+
+
+def ab_differences(found: list[ABMetric]) -> go.Figure:
+    """Each metric's paired mean difference B − A with its interval (a dot and a bar; zero dotted)."""
+    shown = [m for m in found if m.difference.mean is not None]
+    means = [m.difference.mean or 0.0 for m in shown]
+    fig = go.Figure(
+        go.Scatter(
+            y=[chart_text(m.metric) for m in shown],
+            x=means,
+            mode="markers",
+            marker={"size": 10, "color": [BLUE if d >= 0 else "#d0473d" for d in means]},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "color": "#31333f",
+                "thickness": 1.2,
+                "array": [(m.difference.ci_high or d) - d for m, d in zip(shown, means, strict=True)],
+                "arrayminus": [d - (m.difference.ci_low or d) for m, d in zip(shown, means, strict=True)],
+            },
+            customdata=[[m.pairs, m.improved, m.regressed] for m in shown],
+            hovertemplate="%{y}: %{x:+.3f} over %{customdata[0]:,} tasks "
+            "(%{customdata[1]:,} improved, %{customdata[2]:,} regressed)<extra></extra>",
+        )  # fmt: skip
+    )
+    fig.add_vline(x=0, line={"color": GREY, "dash": "dot", "width": 1})
+    return _layout(fig, height=max(120, 60 + 34 * len(shown)), xaxis_title="B − A (paired by task)",
+                   yaxis_type="category")  # fmt: skip
+
+
+#: Each failure's colour in the per-tool chart.
+FAILURE_COLOURS = {
+    "missing": "#d0473d",
+    "wrong_arguments": "#e0a31a",
+    "out_of_order": "#7aa0e0",
+    "extra": GREY,
+}
+
+
+def tool_failures(found: ToolFailures, limit: int = 15) -> go.Figure:
+    """Per tool (the most failed at the top), its failures stacked: missing, wrong arguments, out of order, extra."""
+    tools = found.tools[:limit]
+    names = [chart_text(t.tool) for t in tools]
+    fig = go.Figure(
+        [
+            go.Bar(
+                y=names,
+                x=[t.counts[kind] for t in tools],
+                name=kind.replace("_", " "),
+                orientation="h",
+                marker_color=colour,
+                customdata=[kind] * len(tools),
+                hovertemplate="%{y}: %{x:,} " + kind.replace("_", " ") + "<extra>click to see the sessions</extra>",
+            )  # fmt: skip
+            for kind, colour in FAILURE_COLOURS.items()
+        ]
+    )
+    return _layout(
+        fig, height=max(140, 70 + 26 * len(tools)), barmode="stack", showlegend=True,
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, yaxis_type="category",
+        yaxis_autorange="reversed", xaxis_title="calls", margin={"l": 8, "r": 8, "t": 30, "b": 8},
+    )  # fmt: skip
+
+
+def trend(t: Trend) -> go.Figure:
+    """A metric's mean per assistant over runs in time order: one line per assistant."""
+    fig = go.Figure(
+        [
+            go.Scatter(
+                x=t.runs,
+                y=t.means[who],
+                name=chart_text(who),
+                mode="lines+markers",
+                connectgaps=True,
+                customdata=t.counts[who],
+                hovertemplate=chart_text(who) + ", run %{x}: %{y:.3f} (n=%{customdata:,})<extra></extra>",
+            )  # fmt: skip
+            for who in t.means
+        ]
+    )
+    return _layout(
+        fig, height=260, showlegend=True, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        xaxis_type="category", yaxis_title=f"mean {chart_text(t.metric)}", margin={"l": 8, "r": 8, "t": 30, "b": 8},
     )  # fmt: skip

@@ -1,4 +1,7 @@
-"""Sessions: the dataset's sessions filtered, searched, sorted and paged; open one; change many at once."""
+"""Sessions: the dataset's sessions filtered, searched, sorted and paged; open one; change many at once. The filters
+and the sort are kept in the URL (``bind``): a link opens the same view."""
+
+from typing import Any
 
 import streamlit as st
 
@@ -7,7 +10,7 @@ from evalcore.schema import STATUSES
 from evalcore.store.queries import SORTS
 from evalcore.views.review.tables import session_label
 from evalcore.views.sessions import page_filter, sessions_table
-from evalcore.views.text import escape_inline, literal_message, visible
+from evalcore.views.text import escape_inline, literal_message, literal_name, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -21,6 +24,8 @@ if dataset is None:
     st.stop()
 
 state = _shared.browse_state()
+#: How each filter is kept: through the session's pages, and in the URL (a link opens the same view).
+KEPT: dict[str, Any] = {"persist_state": "session", "bind": "query-params"}
 found = store.sessions.facets(dataset)
 runs = [r for r in store.runs.recent(dataset) if r.status != "running"]
 
@@ -31,58 +36,49 @@ def reset_page() -> None:
 
 # -- filters ------------------------------------------------------------------------------------
 c = st.columns([2, 2, 2, 1.4, 3], vertical_alignment="bottom")
+# A choice is named in the URL as it is shown: without its count (which changes), the counts said in the help.
 status = c[0].multiselect(
-    "Status",
-    list(STATUSES),
-    format_func=lambda s: f"{s} ({found.statuses[s]})",
-    key="f_status",
-    persist_state="session",
-    on_change=reset_page,
-)
+    "Status", list(STATUSES), key="f_status", **KEPT, on_change=reset_page,
+    help=" · ".join(f"{s}: {found.statuses[s]:,}" for s in STATUSES),
+)  # fmt: skip
 tags = c[1].multiselect(
-    "Tags (all of)", list(found.tags), format_func=lambda t: f"{visible(t)} ({found.tags[t]})", key="f_tags",
-    persist_state="session", on_change=reset_page,
+    "Tags (all of)", list(found.tags), format_func=visible, key="f_tags", **KEPT, on_change=reset_page,
+    help=" · ".join(f"{literal_name(t)}: {n:,}" for t, n in found.tags.items()) or None,
 )  # fmt: skip
 assistant = c[2].selectbox(
-    "Assistant", ["any", *found.assistants], key="f_assistant", persist_state="session", on_change=reset_page,
-    format_func=lambda a: a if a == "any" else f"{visible(a)} ({found.assistants[a]})",
+    "Assistant", ["any", *found.assistants], key="f_assistant", **KEPT, on_change=reset_page, format_func=visible,
+    help=" · ".join(f"{literal_name(a)}: {n:,}" for a, n in found.assistants.items()) or None,
 )  # fmt: skip
 truth = c[3].selectbox(
-    "Ground truth", ["any", "present", "missing"], key="f_truth", persist_state="session", on_change=reset_page,
+    "Ground truth", ["any", "present", "missing"], key="f_truth", **KEPT, on_change=reset_page,
     help=f"{found.with_truth} of {found.total} sessions have some ground truth.",
 )  # fmt: skip
 search = c[4].text_input(
-    "Search", key="f_search", persist_state="session", on_change=reset_page,
+    "Search", key="f_search", **KEPT, on_change=reset_page,
     placeholder="words (word* for a prefix)",
     help="The conversation, tool names and arguments, ground truth; the system prompt only if ticked below.",
 )  # fmt: skip
-search_system = c[4].checkbox(
-    "Search the system prompt too", key="f_search_system", persist_state="session", on_change=reset_page
-)
+search_system = c[4].checkbox("Search the system prompt too", key="f_search_system", **KEPT, on_change=reset_page)
 
 run_id = metric = min_score = max_score = None
 with st.expander("Score filter and sort", expanded=bool(st.session_state.get("f_run"))):
     s = st.columns([4.2, 2.4, 1.1, 1.1, 1.6, 1.3], vertical_alignment="bottom")
     run = s[0].selectbox(
-        "Run", [None, *runs], key="f_run", persist_state="session", on_change=reset_page,
+        "Run", [None, *runs], key="f_run", **KEPT, on_change=reset_page,
         format_func=lambda r: "no score filter" if r is None else visible(r.label),
     )  # fmt: skip
     if run is not None:
         run_id = run.id
         metric = s[1].selectbox(
-            "Metric", run.metrics, format_func=visible, key="f_metric", persist_state="session", on_change=reset_page
+            "Metric", run.metrics, format_func=visible, key="f_metric", **KEPT, on_change=reset_page
         )
-        low = s[2].number_input(
-            "Min", value=None, key="f_min", persist_state="session", on_change=reset_page, placeholder="any"
-        )
-        high = s[3].number_input(
-            "Max", value=None, key="f_max", persist_state="session", on_change=reset_page, placeholder="any"
-        )
+        low = s[2].number_input("Min", value=None, key="f_min", **KEPT, on_change=reset_page, placeholder="any")
+        high = s[3].number_input("Max", value=None, key="f_max", **KEPT, on_change=reset_page, placeholder="any")
         min_score = None if low is None else float(low)
         max_score = None if high is None else float(high)
     sorts = [k for k in SORTS if k != "score" or run is not None]
-    sort = s[4].selectbox("Sort by", sorts, key="f_sort", persist_state="session", on_change=reset_page)
-    descending = s[5].toggle("Desc", key="f_desc", persist_state="session", on_change=reset_page)
+    sort = s[4].selectbox("Sort by", sorts, key="f_sort", **KEPT, on_change=reset_page)
+    descending = s[5].toggle("Desc", key="f_desc", **KEPT, on_change=reset_page)
 
 filters = page_filter(
     status=list(status), tags=list(tags), assistant=assistant, search=search, search_system_prompt=search_system,

@@ -35,7 +35,18 @@ SAMPLE_DATA = ROOT / "sample_data"
 APP = str(ROOT / "app.py")
 PAGES = {
     name: f"pages/{name}.py"
-    for name in ("datasets", "sessions", "review", "labeling", "metrics", "dashboard", "export", "simulate", "users")
+    for name in (
+        "datasets",
+        "sessions",
+        "review",
+        "labeling",
+        "metrics",
+        "dashboard",
+        "compare",
+        "export",
+        "simulate",
+        "users",
+    )
 }
 
 XSS = [

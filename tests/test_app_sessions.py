@@ -116,6 +116,17 @@ def test_search_leaves_the_system_prompt_out_unless_ticked(db: Path, store: Stor
     assert sorted(_ids(at)) == ["sys-1", "sys-3"]
 
 
+def test_a_link_with_the_filters_opens_them(db: Path) -> None:
+    """The filters as the URL carries them (the browser writes them there, ``bind``): a fresh session opens the
+    same view."""
+    at = _sessions(f_assistant="bot-b", f_truth="missing", f_status=["approved", "flagged"])
+    assert at.selectbox(key="f_assistant").value == "bot-b" and at.multiselect(key="f_status").value == [
+        "approved", "flagged"
+    ]  # fmt: skip
+    alone = _sessions(f_assistant="bot-b")
+    assert _total(alone) == 15 and _total(at) < 15
+
+
 def test_filters_combine_and_search_finds_the_session(db: Path) -> None:
     at = _sessions()
     at.text_input(key="f_search").input("zebra")
@@ -270,7 +281,8 @@ def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:
     at.button(key="bulk_apply").click()
     run(at)
     assert store.sessions.count("shop", SessionFilter(tags=["later"])) == 2
-    assert "later (2)" in at.multiselect(key="f_tags").options  # shown with its count
+    tags = at.multiselect(key="f_tags")
+    assert "later" in tags.options and "later: 2" in tags.help  # its count in the help (the URL names it alone)
 
 
 def test_bulk_status_for_the_whole_filter_needs_the_confirmation(db: Path, store: Store) -> None:

@@ -86,7 +86,7 @@ def _pages(at: AppTest) -> set[str]:
 
 
 def test_each_role_has_its_pages_and_no_other(db: Path) -> None:
-    everyone = {"datasets", "sessions", "review", "labeling", "metrics", "dashboard"}
+    everyone = {"datasets", "sessions", "review", "labeling", "metrics", "dashboard", "compare"}
     for role, pages in (
         ("viewer", everyone),
         ("reviewer", everyone),

@@ -21,6 +21,7 @@ PAGES: dict[str, Action | None] = {
     "labeling": None,
     "metrics": None,
     "dashboard": None,
+    "compare": None,
     "export": "export",
     "simulate": "score",
     "users": "manage_users",
