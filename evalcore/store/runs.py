@@ -604,6 +604,18 @@ class Runs(ScoreReads):
                     json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13], r[14],
                 )  # fmt: skip
 
+    def keyed_rows(self, run_id: int) -> Iterator[tuple[Any, ...]]:
+        """Every score of the run as stored, its session named by its stored key: ``(key, turn, metric, status,
+        value, reason, error, sub, warnings, calls, cached, input_tokens, output_tokens, cost, latency_ms)``
+        (``evalcore.partition.ROW_COLUMNS``), ordered by key, metric and turn."""
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                f"SELECT s.key, {', '.join('sc.' + c for c in _SCORE_COLUMNS[2:16])} FROM scores sc "
+                "JOIN sessions s ON s.id = sc.session_pk WHERE sc.run_id = ? ORDER BY s.key, sc.metric, sc.turn",
+                [run_id],
+            )
+            yield from (tuple(row) for row in rows)
+
     def for_session(self, session_pk: int, *, turns: bool = True) -> list[SessionScore]:
         """Every score of the session, from every run, newest run first (session score before its turns)."""
         sql = (
