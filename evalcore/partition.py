@@ -20,7 +20,7 @@ from evalcore.identity import identity_key
 from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.calls import SessionCalls
 from evalcore.runspec import MetricSpec, SpecLike
-from evalcore.schema import Session
+from evalcore.schema import SCHEMA_VERSION, Session
 from evalcore.store.jsontext import loads
 
 if TYPE_CHECKING:
@@ -116,6 +116,10 @@ def _keyed_json(sessions: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]
             raise UsageError(f"{where}: a session is its JSON (a dict or text), got {type(item).__name__}")
         if not isinstance(data, dict):
             raise UsageError(f"{where}: a session is a JSON object, got {type(data).__name__}")
+        if "schema_version" in data:  # a line of ``evalcore export --to evalcore``
+            version = data.pop("schema_version")
+            if not isinstance(version, int) or version > SCHEMA_VERSION:
+                raise UsageError(f"{where}: schema_version {version!r} is not one this evalcore reads")
         yield key if key is not None else session_key(data, where), data
 
 
