@@ -44,6 +44,7 @@ bench: setup
 	$(BIN)/python tests/bench/bench_store.py
 	$(BIN)/python tests/bench/bench_metrics.py
 	$(BIN)/python tests/bench/bench_app.py
+	$(BIN)/python tests/bench/bench_scale.py
 	$(BIN)/python tests/bench/bench_solver.py
 	$(BIN)/python tests/bench/bench_bounded_reads.py
 

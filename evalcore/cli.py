@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from evalcore import config
 from evalcore._infra.outputs import discard_live
@@ -29,6 +29,9 @@ from evalcore._infra.progress import ProgressBar
 from evalcore._infra.workers import default_workers
 from evalcore.errors import DatabaseFaultError, EvalcoreError, UsageError
 from evalcore.store.access import ROLES
+
+if TYPE_CHECKING:
+    from evalcore.judge import JudgeConfig
 
 __all__ = ["main"]
 
@@ -259,8 +262,25 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="resume an unfinished run at this command's endpoint though its judge was called at another",
     )
+    score.add_argument(
+        "--shard", type=_shard, metavar="I/N",
+        help="score only shard I of N (from 0; by the sessions' stored keys) into the shard file --output, for "
+        "import-scores; nothing is written to the store, and --concurrency is the total of all N shards",
+    )  # fmt: skip
     _workers_option(score, "processes scoring deterministic metrics")
     score.add_argument("--db", default=None, type=_text, help=db_help)
+
+    merge = sub.add_parser("import-scores", help="store shard files' scores (score --shard) under one run")
+    merge.add_argument("files", nargs="+", type=_text, metavar="FILE", help="shard files, or files of bare score rows")
+    merge.add_argument("--dataset", required=True, type=_name, metavar="NAME")
+    merge.add_argument(
+        "--metrics", default="", metavar="a,b", help="files of bare rows (a Spark job's): the metrics they score"
+    )
+    merge.add_argument("--metric", action="append", default=[], metavar="SPEC", help="one metric spec (repeatable)")
+    merge.add_argument("--judge-model", metavar="MODEL", help="files of bare rows: the judge model they were scored by")
+    merge.add_argument("--new-run", action="store_true", help="a new run, even where these shards' run exists")
+    _plugin_option(merge)
+    merge.add_argument("--db", default=None, type=_text, help=db_help)
 
     listed = sub.add_parser("metrics", help="list the metrics: built-in and plug-ins, with what each needs")
     _plugin_option(listed)
@@ -378,6 +398,16 @@ def _text(text: str) -> str:
     return text
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """A ``--shard I/N``."""
+    from evalcore.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _config_value(text: str) -> tuple[str, str]:
     """A ``KEY=VALUE`` of ``solve --config``."""
     key, sep, value = text.partition("=")
@@ -442,7 +472,7 @@ def _main(args: argparse.Namespace) -> int:
     commands: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
         "convert": _convert, "validate": _validate, "import": _import, "export": _export, "score": _score,
         "solve": _solve, "app": _app, "db": _db, "users": _users, "metrics": _list_metrics,
-        "export-labels": _export_labels,
+        "export-labels": _export_labels, "import-scores": _import_scores,
     }  # fmt: skip
     try:
         return commands[args.command](args, err)
@@ -692,7 +722,6 @@ def _export_labels(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def _score(args: argparse.Namespace, err: TextIO) -> int:
-    from evalcore.judge import JudgeConfig
     from evalcore.metrics import create_metric, load_metric_plugin
     from evalcore.resuming import OtherEndpointError
     from evalcore.score_summary import Floor, breaches, exit_code, resolve_floors, summary_json
@@ -704,17 +733,12 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
     if not specs:
         raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
+    if args.shard is not None:
+        return _score_shard(args, specs, err)
     floors = resolve_floors([Floor(*given) for given in args.fail_under], [create_metric(s).key() for s in specs])
     output, summary_path = _stdout_dash(args.output), _stdout_dash(args.summary_json)
     machine_on_stdout = _checked_outputs(args.db, output, summary_path)
-    judge = JudgeConfig.from_env(
-        model=args.judge_model,
-        base_url=args.base_url,
-        api_key=args.api_key,
-        prices=args.prices,
-        timeout=args.timeout,
-        max_retries=args.max_retries,
-    )
+    judge = _judge(args)
     bar = ProgressBar(f"scoring {args.dataset}", err)
     with open_store(args.db) as store:
         try:
@@ -760,6 +784,81 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
             out.write(summary_json(report, floors))
         _say(f"summary written to {visible(summary_path)}", err)
     return exit_code(report.summaries, floors)
+
+
+def _judge(args: argparse.Namespace) -> JudgeConfig | None:
+    from evalcore.judge import JudgeConfig
+
+    return JudgeConfig.from_env(
+        model=args.judge_model, base_url=args.base_url, api_key=args.api_key, prices=args.prices,
+        timeout=args.timeout, max_retries=args.max_retries,
+    )  # fmt: skip
+
+
+def _score_shard(args: argparse.Namespace, specs: list[str], err: TextIO) -> int:
+    from evalcore.shards import score_shard
+    from evalcore.store import open_store
+
+    for option, given in (("--fail-under", args.fail_under), ("--summary-json", args.summary_json)):
+        if given:
+            raise UsageError(f"--shard writes no run: {option} belongs to import-scores' run (score without --shard)")
+    if not args.output or args.output == "-":
+        raise UsageError("--shard needs --output FILE: the shard file import-scores reads")
+    _checked_outputs(args.db, args.output)
+    index, count = args.shard
+    bar = ProgressBar(f"scoring {args.dataset} shard {index}/{count}", err)
+    with open_store(args.db) as store:
+        try:
+            report = score_shard(
+                store, args.dataset, specs, args.shard, args.output, judge=_judge(args), concurrency=args.concurrency,
+                on_progress=lambda done, total: bar.update(done, total),
+            )  # fmt: skip
+        finally:
+            bar.close()
+    judged = f", {report.judge_cached} new judge answers, {report.concurrency} judge calls at a time" if (
+        report.concurrency
+    ) else ""  # fmt: skip
+    _say(
+        f"shard {index}/{count}: {report.sessions} of {report.of} sessions of {args.dataset!r}, {report.rows} scores"
+        f"{judged}, written to {visible(report.output)}",
+        err,
+    )
+    return 0
+
+
+def _import_scores(args: argparse.Namespace, err: TextIO) -> int:
+    from evalcore.metrics import load_metric_plugin
+    from evalcore.shards import import_scores
+    from evalcore.store import open_store
+
+    for plugin in args.plugin:
+        load_metric_plugin(plugin)
+    specs = [m.strip() for m in args.metrics.split(",") if m.strip()] + args.metric
+    bar = ProgressBar(f"importing scores into {args.dataset}", err)
+    with open_store(args.db) as store:
+        try:
+            report = import_scores(
+                store, args.files, args.dataset, specs=specs, judge_model=args.judge_model, new_run=args.new_run,
+                on_progress=lambda rows: bar.update(rows, unit="scores"),
+            )  # fmt: skip
+        finally:
+            bar.close()
+    for problem in report.problems[:50]:
+        _say(f"evalcore: {visible(problem)}", err)
+    if len(report.problems) > 50:
+        _say(f"evalcore: ... and {len(report.problems) - 50} more problems", err)
+    run = report.run
+    how = "new run" if report.created else "run"
+    state = (
+        "done" if report.complete
+        else f"{report.sessions - report.scored} sessions still without every score: import their shards"
+    )  # fmt: skip
+    _say(
+        f"{how} {run.id} of {args.dataset!r}: {report.rows} scores from {report.files} files, "
+        f"{report.judge_cached} judge answers; {report.scored} of {report.sessions} sessions scored; {state}",
+        err,
+    )
+    return 1 if report.problems else 0
 
 
 def _stdout_dash(path: str | None) -> str | None:

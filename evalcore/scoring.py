@@ -26,8 +26,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
 from evalcore._infra.gcpause import paused_gc
 from evalcore._infra.workers import can_fork, fork_pool, worker_failures
 from evalcore.errors import UsageError
@@ -36,6 +34,7 @@ from evalcore.metrics import Metric, MetricResult, create_metric
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.metrics.aggregate import prepare as prepare_summary
 from evalcore.metrics.calls import SessionCalls
+from evalcore.partition import score_partition, score_row
 from evalcore.resuming import pick_run
 from evalcore.runspec import MetricSpec, SpecLike
 from evalcore.schema import Session
@@ -55,6 +54,7 @@ __all__ = [
     "resume_target",
     "run_progress",
     "save_results",
+    "score_partition",
     "score_dataset",
     "score_row",
     "score_sessions",
@@ -112,30 +112,6 @@ def run_progress(store: Store, run_id: int) -> RunProgress:
     Readable from any thread or process while the run goes (the counts move at each save of the sink).
     """
     return store.runs.progress(run_id)
-
-
-def score_row(run_id: int, pk: int, key: str, r: MetricResult, stamp: str) -> tuple[Any, ...]:
-    """A result as a row of the ``scores`` table (``Runs.write_rows``)."""
-    u = r.usage
-    if u is None and not r.sub and not r.warnings:  # the common case of deterministic metrics: a short row
-        return (run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
-                r.error, stamp)  # fmt: skip
-    return (
-        run_id, pk, -1 if r.turn is None else r.turn, key, r.status, r.value, r.reason or r.not_applicable,
-        r.error, _json_text(r.sub) if r.sub else None, _json_text(r.warnings) if r.warnings else None,
-        u.calls if u else None, u.cached if u else None, u.input_tokens if u else None,
-        u.output_tokens if u else None, u.cost if u else None, u.latency_ms if u else None, stamp,
-    )  # fmt: skip
-
-
-def _json_text(value: Any) -> str:
-    """``json.dumps(value)`` as JSON text, read back the same (``json.loads``), at orjson's speed: the stdlib
-    writes what orjson cannot (NaN and infinities, which orjson writes as null; integers beyond 64 bits)."""
-    try:
-        text = orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value)
-    return json.dumps(value) if b"null" in text else text.decode()
 
 
 def save_results(store: Store, run_id: int, scored: list[tuple[int, str, MetricResult]]) -> None:

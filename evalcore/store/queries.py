@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +223,36 @@ class Browsing:
             for (pk,) in rows:
                 yield pk
             last = rows[-1][0]
+
+    def iter_keyed(
+        self, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 1000
+    ) -> Iterator[tuple[int, str]]:
+        """Every matching session's ``(pk, stored key)``, in import order, fetched a chunk at a time."""
+        body, args = self._where(dataset, filters)
+        last = 0
+        while True:
+            with self._engine.read() as conn:
+                rows = conn.execute(
+                    f"SELECT s.id, s.key {body} AND s.id > ? ORDER BY s.id LIMIT ?", [*args, last, chunk]
+                ).fetchall()
+            if not rows:
+                return
+            yield from ((pk, key) for pk, key in rows)
+            last = rows[-1][0]
+
+    def pks_of_keys(self, dataset: str, keys: Sequence[str]) -> dict[str, int]:
+        """The pk of each session of ``dataset`` stored under one of ``keys`` (keys not found left out)."""
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(keys))
+        body, args = self._where(dataset, None)
+        with self._engine.read() as conn:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                for pk, key in conn.execute(
+                    f"SELECT s.id, s.key {body} AND s.key IN ({','.join('?' * len(chunk))})", [*args, *chunk]
+                ):
+                    found[key] = pk
+        return found
 
     def matching(self, dataset: str, filters: SessionFilter | None = None) -> list[int]:
         """Every session ``filters`` match in ``dataset``, in import order."""

@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from evalcore.store.engine import Conn, Engine
     from evalcore.store.store import Store
 
-__all__ = ["RESUMABLE", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore"]
+__all__ = ["RESUMABLE", "SHARD_JOB", "Run", "RunProgress", "Runs", "ScoreRow", "SessionScore"]
 
 #: Where runs written before the filters had a column of their own kept them: a key of ``params``.
 _OLD_FILTERS_KEY = "__filters__"
+#: Where a run that merges shards (``evalcore.shards``) keeps the work its shards name: a key of ``params``.
+SHARD_JOB = "__shard_job__"
 #: Statuses of a run that may be resumed (a "done" run is complete).
 RESUMABLE = ("running", "cancelled", "failed")
 _FILTER_FIELDS = {f.name for f in fields(SessionFilter)}
@@ -102,6 +104,7 @@ class Run(_Counts):
     error: str | None = None  # why a failed run failed
     created_by: str | None = None  # who started it
     imported: bool = False  # the dataset's imported run: the scores that came with its data (``store.outcomes``)
+    shard_job: str | None = None  # a run merging shards: the work they name (``evalcore.shards.job_of``)
 
     @property
     def label(self) -> str:
@@ -342,14 +345,18 @@ class Runs(ScoreReads):
         judge_base_url: str | None = None,
         n_items: int = 0,
         filters: SessionFilter | None = None,
+        shard_job: str | None = None,
     ) -> Run:
         """Start a run of ``metrics`` (their keys) on ``dataset`` (the sessions ``filters`` match).
 
         ``params``: each key's ``{"name": ..., **parameters}``. ``judge_base_url`` is stored as given: the caller
-        strips its credentials first (``JudgeConfig.public_url``)."""
+        strips its credentials first (``JudgeConfig.public_url``). ``shard_job``: the run merges the shards of
+        this work (``evalcore.shards``)."""
         self._store.require("score", "score a dataset")
         dataset_id = self._store.datasets.id_of(dataset)
-        params = {k: v for k, v in params.items() if k != _OLD_FILTERS_KEY}
+        params = {k: v for k, v in params.items() if k not in (_OLD_FILTERS_KEY, SHARD_JOB)}
+        if shard_job is not None:
+            params[SHARD_JOB] = shard_job
         chosen = filters.as_dict() if filters is not None else {}
         stamp = now()
         with self._engine.write() as conn:
@@ -604,6 +611,18 @@ class Runs(ScoreReads):
                     json.loads(r[9]) if r[9] else {}, json.loads(r[10]) if r[10] else [], r[11], r[12], r[13], r[14],
                 )  # fmt: skip
 
+    def keyed_rows(self, run_id: int) -> Iterator[tuple[Any, ...]]:
+        """Every score of the run as stored, its session named by its stored key: ``(key, turn, metric, status,
+        value, reason, error, sub, warnings, calls, cached, input_tokens, output_tokens, cost, latency_ms)``
+        (``evalcore.partition.ROW_COLUMNS``), ordered by key, metric and turn."""
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                f"SELECT s.key, {', '.join('sc.' + c for c in _SCORE_COLUMNS[2:16])} FROM scores sc "
+                "JOIN sessions s ON s.id = sc.session_pk WHERE sc.run_id = ? ORDER BY s.key, sc.metric, sc.turn",
+                [run_id],
+            )
+            yield from (tuple(row) for row in rows)
+
     def for_session(self, session_pk: int, *, turns: bool = True) -> list[SessionScore]:
         """Every score of the session, from every run, newest run first (session score before its turns)."""
         sql = (
@@ -690,7 +709,9 @@ def _run(row: tuple[Any, ...]) -> Run:
     filter_data = json.loads(row[12]) if row[12] else params.get(_OLD_FILTERS_KEY) or None
     params.pop(_OLD_FILTERS_KEY, None)  # an older database kept the filters among the parameters
     imported = params.pop(IMPORTED, None) is True
+    job = params.pop(SHARD_JOB, None)
     return Run(
         row[0], row[1], json.loads(row[2]), params, row[4], run_status(row[5]), row[6], row[7], row[8], row[9],
         row[10], row[11], filter_data, row[13], row[14], row[15], row[16], imported,
+        job if isinstance(job, str) else None,
     )  # fmt: skip
