@@ -539,8 +539,8 @@ with tabs[3]:
             (st.success if outcome[0] == "success" else st.error)(literal_message(outcome[1]))
         settle = gold_view(store, dataset, pk) if _shared.can("adjudicate") else []
         if settle:
-            st.markdown("**Settle into gold** · everyone's answers side by side; the gold is what exports and the "
-                        "Dashboard take as the truth")  # fmt: skip
+            st.markdown("**Settle into gold** · everyone's answers side by side; the gold goes into the labels "
+                        "export beside them")  # fmt: skip
             _shared.table(gold_table(settle))
             for gold_choice in settle:
                 question_widget(gold_choice.form, gold=True)

@@ -159,7 +159,8 @@ def gold_view(store: Store, dataset: str, pk: int) -> list[GoldChoice]:
         answers = submitted.get(q.id, {})
         settled = gold.get(q.id)
         widget, options, captions = _widget(q)
-        form = QuestionForm(q, q.name, widget, options, captions, None if settled is None else settled.value, False)
+        form = QuestionForm(q, f"Gold: {q.name}", widget, options, captions,
+                            None if settled is None else settled.value, False)  # fmt: skip
         values = [repr(v) for v in answers.values()]
         choices.append(GoldChoice(form, answers, None if settled is None else settled.value,
                                   None if settled is None else settled.author,
