@@ -122,6 +122,7 @@ def rebase(*, reset: bool) -> None:
 
 def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
     """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved."""
+
     def refused(message: str) -> bool:
         turns = [turn for turn, _ in groups if turn is not None]
         if len(groups) == 1 and turns:  # a turn's: said in that turn, where its Save was clicked
