@@ -7,6 +7,12 @@ Reads MLflow 2 rows (``request`` as a string, ``{messages}``, ``{query, history}
 rows (``inputs``, ``outputs``, ``expectations``). Requests and responses are decoded by
 ``_mlflow_wire``. What shape each field had is remembered, so a row written back has the shape it
 came with (a request or response that was edited is written as chat messages or text).
+
+A row of an evaluation's results table carries its scores: the judges' and metrics' columns
+(``response/llm_judged/correctness/rating``, ``retrieval/ground_truth/document_recall``,
+``toxicity/v1/score``, ``correctness/value``...) and MLflow 3 ``assessments``, in the row or on its trace.
+They are read as the session's scores (``Session.scores``, named ``correctness``, ``document_recall``...; see
+``_scores``); the columns are kept as they came and written back so (the trace keeps its own).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from evalcore.formats._chat import carries as chat_carries
 from evalcore.formats._chat import chat_message_out, message_names
 from evalcore.formats._mlflow_wire import request_in, response_in
 from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo
+from evalcore.formats._scores import result_column_scores
 from evalcore.formats.base import Format, register
 from evalcore.formats.jsonio import loads
 from evalcore.formats.mlflow_trace import session_fields_from_trace
@@ -74,6 +81,9 @@ class DatabricksFormat(Format):
         extras = {k: v for k, v in row.items() if k not in _HANDLED}
         if extras:
             meta["extra"] = extras
+            scores = result_column_scores(extras)
+            if scores:
+                data["scores"] = {**data.get("scores", {}), **scores}
         data["metadata"] = {**data.get("metadata", {}), NS: meta}
         return build_session(data)
 

@@ -7,8 +7,9 @@ object, ...; see ``_mlflow_wire``); tool calls come from the last chat-model spa
 (MLflow's ``{"messages": [...]}``, OpenInference's ``llm.input_messages.*``, the GenAI
 conventions' ``gen_ai.prompt.*`` / ``gen_ai.input.messages``), else from TOOL spans; the last
 top-level RETRIEVER span gives the retrieved context. A span with status ERROR and its
-``exception`` event become ``metadata["error"]`` (``type``, ``message``, ``span``). The whole
-trace is kept.
+``exception`` event become ``metadata["error"]`` (``type``, ``message``, ``span``). MLflow 3
+assessments on the trace (``info.assessments``: feedback with a name and a value) are its scores
+(``Session.scores``; see ``_scores``). The whole trace is kept.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from evalcore.formats import _otel_spans as otel
 from evalcore.formats._chat import chat_messages_in
 from evalcore.formats._mlflow_wire import chat_list, request_in, response_in, tool_call
 from evalcore.formats._records import build_session, expect_dict, expect_list
+from evalcore.formats._scores import assessment_scores
 from evalcore.formats.base import Format, Reader, register
 from evalcore.formats.jsonio import loads
 from evalcore.schema import Session
@@ -183,7 +185,7 @@ def _spans(trace: dict[str, Any]) -> list[_Span]:
 
 
 def session_fields_from_trace(trace: dict[str, Any], *, messages: bool = True) -> dict[str, Any]:
-    """Canonical session fields (messages, retrieved context, ids, usage, error) derived from a trace.
+    """Canonical session fields (messages, retrieved context, ids, usage, error, scores) derived from a trace.
 
     ``messages=False`` leaves the conversation out (a reader that has it from elsewhere).
     """
@@ -210,6 +212,9 @@ def session_fields_from_trace(trace: dict[str, Any], *, messages: bool = True) -
     meta = _trace_meta(info, spans)
     if meta:
         data["metadata"] = meta
+    scores = assessment_scores(info.get("assessments"))
+    if scores:
+        data["scores"] = scores
     return data
 
 

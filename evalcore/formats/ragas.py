@@ -3,6 +3,13 @@
 Written lines are byte-identical to ragas' own: ``json.dumps(row, ensure_ascii=False)``
 with ragas' key order. System messages stay in our model but are left out of
 ``user_input`` (ragas has no system message); so is anything ragas cannot hold.
+
+An evaluation result's rows (``EvaluationResult.to_pandas()`` saved as JSON Lines) carry ragas' scores
+next to the sample: ``tool_call_accuracy``, ``faithfulness``, ``topic_adherence(mode=f1)``... Every column that
+is no sample field, holds a number and is not named like a row number (``index``, ``id``, ``sample_id``) is read
+as a score (``Session.scores``); ``null`` or ``NaN`` (a metric that failed) is none. Columns other than the
+sample's are kept as they came (``metadata["ragas"]``) and written back where they were; a session's scores are
+written as columns (a score it no longer has is left out, one it gained is added at the end).
 """
 
 from __future__ import annotations
@@ -13,12 +20,18 @@ from typing import Any
 
 from evalcore.errors import RecordError
 from evalcore.formats._records import build_session, expect_dict, expect_list, expect_str, memo, named_call_in
+from evalcore.formats._scores import is_id_name, number
 from evalcore.formats.base import Format, register
 from evalcore.schema import Message, Session, ToolCall
 
 _TYPES = {"human": "user", "ai": "assistant", "tool": "tool"}
 _ROLES = {v: k for k, v in _TYPES.items()}
 _FIELDS = ("user_input", "reference", "reference_tool_calls", "rubrics", "reference_topics")
+# A SingleTurnSample's fields and those ragas' test-set generator adds: never scores, whatever they hold.
+_SAMPLE_FIELDS = frozenset(
+    {*_FIELDS, "retrieved_contexts", "reference_contexts", "response", "multi_responses", "persona_name",
+     "query_style", "query_length", "synthesizer_name"}
+)  # fmt: skip
 
 
 @register
@@ -66,6 +79,7 @@ class RagasFormat(Format):
         extras = {k: v for k, v in row.items() if k not in _FIELDS}
         if extras:
             data["metadata"] = {"ragas": extras}
+            _scores_in(extras, data)
         return build_session(data)
 
     def write(self, session: Session) -> Iterable[Any]:
@@ -80,6 +94,7 @@ class RagasFormat(Format):
         if session.reference_topics is not None:
             row["reference_topics"] = session.reference_topics
         row.update(memo(session.metadata, "ragas"))
+        _scores_out(session.scores, row)
         return [row]
 
     def dumps(self, value: Any) -> str:
@@ -115,7 +130,36 @@ def _fast_data(row: dict[str, Any]) -> dict[str, Any] | None:
         extras = {k: v for k, v in row.items() if k not in _FIELDS}
         if extras:
             data["metadata"] = {"ragas": extras}
+            _scores_in(extras, data)
     return data
+
+
+def _is_score(name: str, value: Any) -> bool:
+    """Whether a column of a ragas row is one of ragas' scores (see the module's docstring)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and name not in _SAMPLE_FIELDS
+        and not is_id_name(name)
+        and bool(name.strip())
+    )
+
+
+def _scores_in(extras: dict[str, Any], data: dict[str, Any]) -> None:
+    scores = {k: v for k, v in extras.items() if _is_score(k, v) and number(v) is not None}
+    if scores:
+        data["scores"] = scores
+
+
+def _scores_out(scores: dict[str, Any], row: dict[str, Any]) -> None:
+    """The session's scores as columns: a kept score column it no longer has is dropped (a NaN one, no score,
+    stays), its scores are written in place or added."""
+    for name in [k for k, v in row.items() if k not in _FIELDS and _is_score(k, v)]:
+        if name not in scores and number(row[name]) is not None:
+            del row[name]
+    for name, value in scores.items():
+        if name not in _FIELDS and _is_score(name, value) and number(value) is not None:
+            row[name] = value
 
 
 def _message_in(value: Any, field: str) -> dict[str, Any]:
