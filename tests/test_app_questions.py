@@ -87,6 +87,7 @@ def test_answers_are_drafts_until_submitted(db: Path, store: Store) -> None:
     bob = _questions_tab("bob")
     assert bob.segmented_control[0].value is None
     table = bob.dataframe[0].value
+    assert set(table["version"]) == {"v1"}  # the version of the question each answered
     assert set(zip(table["question"], table["person"], table["answer"], strict=True)) == {
         ("Resolved?", "ann", "yes"), ("Issues", "ann", "wrong tool"), ("Quality", "ann", "4"),
         ("Why", "ann", "<b>found</b> it"),

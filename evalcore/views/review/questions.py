@@ -47,6 +47,7 @@ class AnswerRow:
     question: str
     person: str
     answer: str
+    version: str  # the version of the question it answered ("v2"): an edit of the question since is said
     at: str
 
 
@@ -118,7 +119,8 @@ def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
     others = [a for a in store.answers.of_session(pk) if a.user_id != me.id]
     rows = [] if blind else [
         AnswerRow(visible(names.get(a.question_id, "?") + ("" if a.turn is None else f" (turn {a.turn + 1})")),
-                  visible(a.author), visible(answer_text(a.value)), (a.submitted_at or "")[:16].replace("T", " "))
+                  visible(a.author), visible(answer_text(a.value)), f"v{a.question_version}",
+                  (a.submitted_at or "")[:16].replace("T", " "))
         for a in others
     ]  # fmt: skip
     return QuestionsView(
