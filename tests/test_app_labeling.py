@@ -153,3 +153,17 @@ def test_the_agreement_tab(db: Path, store: Store) -> None:
     assert list(differing["answers"]) == ["ann: no · bob: yes"]
     assert differing["review"][0].startswith("/review?dataset=review&session=")
     assert "**Disagreements** · 1 (open one to settle it into gold on Review)" in texts(at, "markdown")
+
+
+def test_an_admin_makes_the_verdicts_questions(db: Path, store: Store) -> None:
+    (pk, *_) = store.sessions.pks("review")
+    as_user(store, "ann", "reviewer").labels.set_verdict(pk, "label", 1)
+    at = _labeling("ada", "admin")
+    at.session_state["labeling_tab"] = "Questions"
+    run(at)
+    assert any("(1 verdict given so far)" in c for c in texts(at, "caption"))
+    _submit(at, "Make the verdicts questions")
+    assert "The verdicts are questions now: 1 verdict moved." in plain_texts(at, "success")
+    assert [q.name for q in store.questions.of("review")] == ["Pass / fail"]
+    assert [(a.author, a.value) for a in store.answers.of_dataset("review")] == [("ann", "pass")]
+    assert not [b for b in at.button if b.label == "Make the verdicts questions"]  # done: no more offered

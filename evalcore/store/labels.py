@@ -3,18 +3,29 @@ and 1-5 per rubric, kept beside the judges' scores — and their comments.
 
 Each reviewer has one current verdict per name (``label``, or ``rubric:NAME``); giving it again replaces it,
 and clearing it deletes it. The Dashboard compares them with the judges' scores.
+
+A dataset's verdicts become questions of its labeling programme (``adopt``): a "Pass / fail" choice and a 1-5
+rating per rubric reviewers scored, each marked with the verdict it stands for (``questions.VERDICT_KEY``); every
+verdict given so far moves into a submitted answer of its reviewer (a name without a user of the store gets a
+disabled one of its own, so that the answer keeps who gave it). From then on the dataset's verdicts *are* those
+answers: ``set_verdict`` submits an answer, and what the Dashboard compares with the judges
+(``verdict_values``) is each question's gold where an adjudicator settled it, else everyone's submitted answers.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import UsageError
+from evalcore.store.answers import SESSION
+from evalcore.store.questions import VERDICT_KEY, QuestionDef, insert_question
 from evalcore.store.records import now
 
 if TYPE_CHECKING:
+    from evalcore.store.engine import Conn
     from evalcore.store.store import Store
 
 __all__ = ["LABEL", "Comment", "Labels", "Verdict", "rubric_verdict"]
@@ -50,6 +61,22 @@ class Comment:
     at: str
 
 
+#: The issuer of the users made for verdicts given under a name before the store had users (``Labels.adopt``).
+_LEGACY = "evalcore:verdicts"
+
+
+def _as_answer(name: str, value: float) -> Any:
+    """A verdict's value as its question's answer: ``pass`` / ``fail``, or the 1-5 score as a whole number."""
+    return ("pass" if value >= 0.5 else "fail") if name == LABEL else int(value)
+
+
+def _as_verdict(name: str, answer: Any) -> float:
+    """An answer to a verdict's question as the verdict's value: 1.0 / 0.0 for pass / fail, the score as a float."""
+    if name == LABEL:
+        return 1.0 if answer == "pass" else 0.0
+    return float(answer)
+
+
 def _check(name: str, value: float | None) -> None:
     if name == LABEL:
         if value not in (None, 0.0, 1.0):
@@ -77,6 +104,27 @@ class Labels:
         self._store.sessions.get(pk)  # raises when missing
         with self._engine.write() as conn:
             author, author_id = self._store.author(conn)
+            dataset_id = int(conn.execute("SELECT dataset_id FROM sessions WHERE id = ?", [pk]).fetchone()[0])
+            if self._linked(conn, dataset_id):  # the dataset's verdicts are questions now: an answer, submitted
+                question_id = self._question_for(conn, dataset_id, name, author_id)
+                if value is None:
+                    conn.execute(
+                        "DELETE FROM answers WHERE session_pk = ? AND turn = ? AND question_id = ? AND user_id = ?",
+                        [pk, SESSION, question_id, author_id],
+                    )
+                    return
+                stamp = now()
+                conn.execute(
+                    "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
+                    "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, "
+                    "(SELECT version FROM questions WHERE id = ?), ?, ?) "
+                    "ON CONFLICT (session_pk, turn, question_id, user_id) DO UPDATE SET value = excluded.value, "
+                    "question_version = excluded.question_version, submitted_at = excluded.submitted_at, "
+                    "draft = NULL, draft_version = NULL, updated_at = excluded.updated_at",
+                    [pk, SESSION, question_id, author_id, author, json.dumps(_as_answer(name, value)), question_id,
+                     stamp, stamp],
+                )  # fmt: skip
+                return
             if value is None:
                 conn.execute(
                     "DELETE FROM verdicts WHERE session_pk = ? AND author = ? AND name = ?", [pk, author, name]
@@ -90,16 +138,18 @@ class Labels:
                 )
 
     def verdicts(self, pk: int) -> list[Verdict]:
-        """Every reviewer's verdicts on session ``pk``."""
+        """Every reviewer's verdicts on session ``pk`` (those given as answers too, the gold alone where settled)."""
         with self._engine.read() as conn:
             rows = conn.execute(
                 "SELECT session_pk, author, name, value, at FROM verdicts WHERE session_pk = ? ORDER BY name, author",
                 [pk],
             ).fetchall()
-        return [Verdict(*r) for r in rows]
+            answered = self._answered(conn, "a.session_pk = ?", [pk])
+        found = [Verdict(*r) for r in rows] + [Verdict(r[0], r[4], r[2], r[3], r[5]) for r in answered]
+        return sorted(found, key=lambda v: (v.name, v.author))
 
     def human_verdicts(self, dataset: str) -> list[Verdict]:
-        """Every verdict given on the sessions of ``dataset``."""
+        """Every verdict given on the sessions of ``dataset`` (as answers too, the gold alone where settled)."""
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.read() as conn:
             rows = conn.execute(
@@ -107,19 +157,24 @@ class Labels:
                 "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? ORDER BY v.session_pk, v.name, v.author",
                 [dataset_id],
             ).fetchall()
-        return [Verdict(*r) for r in rows]
+            answered = self._answered(conn, "s.dataset_id = ?", [dataset_id])
+        found = [Verdict(*r) for r in rows] + [Verdict(r[0], r[4], r[2], r[3], r[5]) for r in answered]
+        return sorted(found, key=lambda v: (v.session_pk, v.name, v.author))
 
     def verdict_values(self, dataset: str) -> list[tuple[int, str, str, float]]:
         """``(session pk, its ref, verdict name, value)`` of every pass/fail and rubric verdict given on the
         sessions of ``dataset``, by session (a ref is the session's ``session_id``, else its key)."""
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.read() as conn:
-            return conn.execute(
+            rows = conn.execute(
                 "SELECT v.session_pk, coalesce(s.session_id, s.key), v.name, v.value FROM verdicts v "
                 "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? AND v.value IS NOT NULL "
                 "AND (v.name = ? OR v.name LIKE 'rubric:_%') ORDER BY v.session_pk",
                 [dataset_id, LABEL],
             ).fetchall()
+            answered = self._answered(conn, "s.dataset_id = ?", [dataset_id])
+        found = [tuple(r) for r in rows] + [(r[0], r[1], r[2], r[3]) for r in answered]
+        return sorted(found, key=lambda r: r[0])
 
     def mark(self, dataset: str) -> tuple[Any, ...]:
         """What changes when a verdict on ``dataset`` is given or withdrawn, or a run made: a cache key."""
@@ -130,7 +185,109 @@ class Labels:
                 "WHERE s.dataset_id = ?",
                 [dataset_id],
             ).fetchone()
-        return (*verdicts, *self._store.runs.mark(dataset_id))
+            answers = conn.execute(
+                "SELECT count(*), max(a.updated_at), (SELECT count(*) FROM gold g JOIN sessions t ON t.id = "
+                "g.session_pk WHERE t.dataset_id = ?), (SELECT max(g.at) FROM gold g JOIN sessions t ON t.id = "
+                "g.session_pk WHERE t.dataset_id = ?) FROM answers a JOIN sessions s ON s.id = a.session_pk "
+                "WHERE s.dataset_id = ?",
+                [dataset_id, dataset_id, dataset_id],
+            ).fetchone()
+        return (*verdicts, *answers, *self._store.runs.mark(dataset_id))
+
+    # -- verdicts as questions -----------------------------------------------------------------------
+
+    def _linked(self, conn: Conn, dataset_id: int) -> dict[str, int]:
+        """The dataset's questions that stand for verdicts: verdict name -> question id."""
+        linked: dict[str, int] = {}
+        for question_id, spec in conn.execute("SELECT id, spec FROM questions WHERE dataset_id = ?", [dataset_id]):
+            name = json.loads(spec).get(VERDICT_KEY)
+            if isinstance(name, str):
+                linked[name] = int(question_id)
+        return linked
+
+    def _question_for(self, conn: Conn, dataset_id: int, name: str, author_id: int | None) -> int:
+        """The question standing for verdict ``name`` in the dataset, made when there is none yet."""
+        linked = self._linked(conn, dataset_id)
+        if name in linked:
+            return linked[name]
+        taken = {r[0] for r in conn.execute("SELECT name FROM questions WHERE dataset_id = ?", [dataset_id])}
+        if name == LABEL:
+            title, question = "Pass / fail", QuestionDef("", "choice", options=("pass", "fail"),
+                                                         help="Does the assistant pass?")  # fmt: skip
+        else:
+            title, question = name[len("rubric:") :], QuestionDef("", "rating", help="A 1-5 score of the rubric")
+        while title in taken:
+            title += " (verdict)"
+        return insert_question(conn, dataset_id, replace(question, name=title), author_id, verdict=name).id
+
+    def adopt(self, dataset: str) -> int:
+        """Make the dataset's verdicts questions of its labeling programme and move every verdict given so far into
+        an answer (see the module's docstring); returns how many moved. Asking again changes nothing."""
+        self._store.require("manage_datasets", f"make the verdicts of {dataset!r} questions")
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.write() as conn:
+            _, me = self._store.author(conn)
+            rows = conn.execute(
+                "SELECT v.id, v.session_pk, v.author, v.name, v.value, v.at, v.author_id FROM verdicts v "
+                "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? ORDER BY v.id",
+                [dataset_id],
+            ).fetchall()
+            names = [LABEL, *sorted({r[3] for r in rows} - {LABEL})]
+            questions = {name: self._question_for(conn, dataset_id, name, me) for name in names}
+            for _, pk, author, name, value, at, author_id in rows:
+                if value is None:
+                    continue
+                user_id = author_id if author_id is not None else self._legacy_user(conn, author, at)
+                conn.execute(
+                    "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
+                    "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
+                    "ON CONFLICT (session_pk, turn, question_id, user_id) DO NOTHING",
+                    [pk, SESSION, questions[name], user_id, author, json.dumps(_as_answer(name, value)), at, at],
+                )
+            conn.execute(
+                "DELETE FROM verdicts WHERE session_pk IN (SELECT id FROM sessions WHERE dataset_id = ?)", [dataset_id]
+            )
+        return len(rows)
+
+    def _legacy_user(self, conn: Conn, name: str, at: str) -> int:
+        """The user a verdict given under ``name`` before there were users belongs to (a disabled viewer)."""
+        row = conn.execute("SELECT id FROM users WHERE name = ?", [name]).fetchone()
+        if row is not None:
+            return int(row[0])
+        return int(
+            conn.execute(
+                "INSERT INTO users (iss, sub, name, role, disabled, created_at, created_by) "
+                "VALUES (?, ?, ?, 'viewer', 1, ?, 'verdicts') RETURNING id",
+                [_LEGACY, name, name, at],
+            ).fetchone()[0]
+        )
+
+    def _answered(self, conn: Conn, where: str, args: list[Any]) -> list[tuple[Any, ...]]:
+        """Verdicts given as answers: (session pk, ref, verdict name, value, author, at) — the gold alone where a
+        question is settled."""
+        answered = conn.execute(
+            "SELECT a.session_pk, coalesce(s.session_id, s.key), q.spec, a.value, a.author, a.submitted_at, "
+            "(SELECT g.value FROM gold g WHERE g.session_pk = a.session_pk AND g.turn = a.turn "
+            "AND g.question_id = a.question_id), (SELECT g.author FROM gold g WHERE g.session_pk = a.session_pk "
+            "AND g.turn = a.turn AND g.question_id = a.question_id), "
+            "(SELECT g.at FROM gold g WHERE g.session_pk = a.session_pk AND g.turn = a.turn "
+            "AND g.question_id = a.question_id) FROM answers a JOIN questions q ON q.id = a.question_id "
+            f"JOIN sessions s ON s.id = a.session_pk WHERE a.value IS NOT NULL AND a.turn = -1 AND {where} "
+            "ORDER BY a.session_pk, a.author",
+            args,
+        ).fetchall()
+        out, settled = [], set()
+        for pk, ref, spec, value, author, at, gold, gold_by, gold_at in answered:
+            name = json.loads(spec).get(VERDICT_KEY)
+            if not isinstance(name, str):
+                continue
+            if gold is not None:
+                if (pk, name) not in settled:
+                    settled.add((pk, name))
+                    out.append((pk, ref, name, _as_verdict(name, json.loads(gold)), f"{gold_by} (gold)", gold_at))
+                continue
+            out.append((pk, ref, name, _as_verdict(name, json.loads(value)), author, at))
+        return out
 
     # -- comments -----------------------------------------------------------------------------------
 

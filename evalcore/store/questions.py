@@ -39,7 +39,9 @@ __all__ = [
     "Question",
     "QuestionDef",
     "Questions",
+    "VERDICT_KEY",
     "check_value",
+    "insert_question",
     "is_empty",
     "load_question",
 ]
@@ -56,6 +58,8 @@ MAX_OPTION = 200
 MAX_TEXT = 5_000
 MAX_GUIDELINES = 100_000
 _MAX_SCALE = 100
+#: In a question's spec: the reviewers' verdict it stands for (``label``, ``rubric:NAME``; ``evalcore.store.labels``).
+VERDICT_KEY = "verdict"
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,37 @@ def load_question(conn: Conn, question_id: int) -> Question:
     return _question(row)
 
 
+def insert_question(
+    conn: Conn, dataset_id: int, question: QuestionDef, author_id: int | None, *, verdict: str | None = None
+) -> Question:
+    """Add ``question`` to dataset ``dataset_id`` (last in its order) inside the caller's transaction; ``verdict``:
+    the reviewers' verdict it stands for (``evalcore.store.labels``). A name taken is a ``UsageError``."""
+    name, help_text, spec = question.checked()
+    if verdict is not None:
+        spec[VERDICT_KEY] = verdict
+    if conn.execute("SELECT 1 FROM questions WHERE dataset_id = ? AND name = ?", [dataset_id, name]).fetchone():
+        raise UsageError(f"the dataset has a question named {name!r} already")
+    stamp = now()
+    position = conn.execute(
+        "SELECT coalesce(max(position), 0) + 1 FROM questions WHERE dataset_id = ?", [dataset_id]
+    ).fetchone()[0]
+    question_id = int(
+        conn.execute(
+            "INSERT INTO questions (dataset_id, name, level, kind, help, spec, required, position, version, "
+            "retired, created_at, updated_at, created_by_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?) "
+            "RETURNING id",
+            [dataset_id, name, question.level, question.kind, help_text, json.dumps(spec),
+             int(question.required), position, stamp, stamp, author_id],
+        ).fetchone()[0]
+    )  # fmt: skip
+    made = load_question(conn, question_id)
+    conn.execute(
+        "INSERT INTO question_versions (question_id, version, definition, at, by_id) VALUES (?, 1, ?, ?, ?)",
+        [question_id, json.dumps(made.definition()), stamp, author_id],
+    )
+    return made
+
+
 class Questions:
     """The questions and guidelines of one store's datasets (``store.questions``)."""
 
@@ -261,32 +296,12 @@ class Questions:
 
     def define(self, dataset: str, question: QuestionDef) -> Question:
         """Add ``question`` to the dataset (last in its order)."""
-        name, help_text, spec = question.checked()
+        question.checked()
         self._store.require("manage_datasets", f"define a question of {dataset!r}")
         dataset_id = self._store.datasets.id_of(dataset)
-        stamp = now()
         with self._engine.write() as conn:
             _, author_id = self._store.author(conn)
-            if conn.execute("SELECT 1 FROM questions WHERE dataset_id = ? AND name = ?", [dataset_id, name]).fetchone():
-                raise UsageError(f"dataset {dataset!r} has a question named {name!r} already")
-            position = conn.execute(
-                "SELECT coalesce(max(position), 0) + 1 FROM questions WHERE dataset_id = ?", [dataset_id]
-            ).fetchone()[0]
-            question_id = int(
-                conn.execute(
-                    "INSERT INTO questions (dataset_id, name, level, kind, help, spec, required, position, version, "
-                    "retired, created_at, updated_at, created_by_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, 0, ?, ?, ?) "
-                    "RETURNING id",
-                    [dataset_id, name, question.level, question.kind, help_text, json.dumps(spec),
-                     int(question.required), position, stamp, stamp, author_id],
-                ).fetchone()[0]
-            )  # fmt: skip
-            made = _question(conn.execute(f"SELECT {_COLUMNS} FROM questions WHERE id = ?", [question_id]).fetchone())
-            conn.execute(
-                "INSERT INTO question_versions (question_id, version, definition, at, by_id) VALUES (?, 1, ?, ?, ?)",
-                [question_id, json.dumps(made.definition()), stamp, author_id],
-            )
-        return made
+            return insert_question(conn, dataset_id, question, author_id)
 
     def edit(self, question_id: int, question: QuestionDef) -> Question:
         """Change what question ``question_id`` asks; a new version when its definition changed (answers given
@@ -302,6 +317,8 @@ class Questions:
             row = conn.execute(f"SELECT {_COLUMNS} FROM questions WHERE id = ?" + self._engine.for_update,
                                [question_id]).fetchone()  # fmt: skip
             current = _question(row)
+            if VERDICT_KEY in current.spec:  # (what the question stands for stays with it)
+                spec[VERDICT_KEY] = current.spec[VERDICT_KEY]
             if (
                 name != current.name
                 and conn.execute(
