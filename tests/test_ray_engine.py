@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray
 from dbutil import as_user, query
 from openai_server import FakeOpenAI
 
@@ -23,12 +24,9 @@ from evalcore.cli import main
 from evalcore.exporting import scores_jsonl
 from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
+from evalcore.ray_engine import TASK_NAME, score_dataset_ray  # (Ray is in the dev extras: these tests run in CI)
 from evalcore.scoring import score_dataset
 from evalcore.store import Store, open_store
-
-ray = pytest.importorskip("ray")
-
-from evalcore.ray_engine import TASK_NAME, score_dataset_ray  # noqa: E402  (after Ray is known to be there)
 
 DETERMINISTIC = ["tool_call_count", "turn_count", "tool_call_accuracy", "token_usage"]
 JUDGED = ["relevance_to_query", "turn_count"]
@@ -196,3 +194,13 @@ def test_score_engine_ray_on_the_command_line(tau: Store, tmp_path: Path, capsys
     assert "on Ray (2 CPUs" in err and "40 sessions" in err
     latest = tau.runs.recent("tau")[0]
     assert scores_jsonl(tau, latest.id) == expected
+
+
+def test_ray_options_given_wrong_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "empty.db")
+    base = ["score", "--dataset", "tau", "--metrics", "turn_count", "--db", db]
+    assert main([*base, "--ray-address", "127.0.0.1:6379"]) == 2
+    assert "--ray-address is for --engine ray" in capsys.readouterr().err
+    assert main([*base, "--engine", "ray", "--shard", "0/2", "--output", str(tmp_path / "s.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--shard scores one shard here" in err and "Traceback" not in err
