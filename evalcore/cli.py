@@ -32,6 +32,7 @@ from evalcore.store.access import ROLES
 
 if TYPE_CHECKING:
     from evalcore.judge import JudgeConfig
+    from evalcore.scoring import RunReport
 
 __all__ = ["main"]
 
@@ -266,6 +267,15 @@ def _parser() -> argparse.ArgumentParser:
         "--shard", type=_shard, metavar="I/N",
         help="score only shard I of N (from 0; by the sessions' stored keys) into the shard file --output, for "
         "import-scores; nothing is written to the store, and --concurrency is the total of all N shards",
+    )  # fmt: skip
+    score.add_argument(
+        "--engine", choices=("local", "ray"), default="local",
+        help="where the sessions are scored: this machine (default), or as Ray tasks (pip install 'evalcore[ray]'); "
+        "--concurrency is then the total of the cluster's judge calls",
+    )  # fmt: skip
+    score.add_argument(
+        "--ray-address", type=_text, metavar="ADDR",
+        help="the Ray cluster's address (default: $RAY_ADDRESS, else a local cluster for this run)",
     )  # fmt: skip
     _workers_option(score, "processes scoring deterministic metrics")
     score.add_argument("--db", default=None, type=_text, help=db_help)
@@ -734,26 +744,41 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     if not specs:
         raise UsageError("name the metrics: --metrics a,b (see the README's metrics table)")
     if args.shard is not None:
+        if args.engine == "ray":
+            raise UsageError("--shard scores one shard here: Ray scores the whole run (give one of them)")
         return _score_shard(args, specs, err)
     floors = resolve_floors([Floor(*given) for given in args.fail_under], [create_metric(s).key() for s in specs])
     output, summary_path = _stdout_dash(args.output), _stdout_dash(args.summary_json)
     machine_on_stdout = _checked_outputs(args.db, output, summary_path)
     judge = _judge(args)
-    bar = ProgressBar(f"scoring {args.dataset}", err)
+    if args.ray_address is not None and args.engine != "ray":
+        raise UsageError("--ray-address is for --engine ray")
+    on_ray = args.engine == "ray"
+    bar = ProgressBar(f"scoring {args.dataset}{' on Ray' if on_ray else ''}", err)
+    report: RunReport
     with open_store(args.db) as store:
         try:
-            report = score_dataset(
-                store,
-                args.dataset,
-                specs,
-                judge=judge,
-                concurrency=args.concurrency,
-                resume=not args.new_run,
-                output=output,
-                on_progress=lambda done, total: bar.update(done, total),
-                workers=args.workers or default_workers(),
-                allow_other_endpoint=args.allow_other_endpoint,
-            )
+            if on_ray:
+                from evalcore.ray_engine import score_dataset_ray
+
+                report = score_dataset_ray(
+                    store, args.dataset, specs, address=args.ray_address, judge=judge, concurrency=args.concurrency,
+                    resume=not args.new_run, output=output, on_progress=lambda done, total: bar.update(done, total),
+                    allow_other_endpoint=args.allow_other_endpoint,
+                )  # fmt: skip
+            else:
+                report = score_dataset(
+                    store,
+                    args.dataset,
+                    specs,
+                    judge=judge,
+                    concurrency=args.concurrency,
+                    resume=not args.new_run,
+                    output=output,
+                    on_progress=lambda done, total: bar.update(done, total),
+                    workers=args.workers or default_workers(),
+                    allow_other_endpoint=args.allow_other_endpoint,
+                )
         except OtherEndpointError as exc:
             own = f"--base-url {exc.run_url}" if exc.run_url else "its endpoint"
             raise UsageError(
@@ -766,6 +791,9 @@ def _score(args: argparse.Namespace, err: TextIO) -> int:
     run = report.run
     how = f"resumed run {run.id} ({report.skipped} sessions already scored)" if report.resumed else f"run {run.id}"
     _say(f"{how}: {report.sessions} sessions of {args.dataset!r}, {report.judge_requests} judge requests", err)
+    if on_ray:
+        cpus, parts = getattr(report, "cpus", 0), getattr(report, "partitions", 0)
+        _say(f"on Ray ({cpus} CPUs): {parts} partitions scored{' (cancelled)' if report.cancelled else ''}", err)
     human = err if machine_on_stdout else sys.stdout  # standard output holds only JSON when the scores go there
     for summary in report.summaries:
         _say(summary.describe(), human)

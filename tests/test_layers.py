@@ -104,3 +104,42 @@ def test_only_the_store_speaks_sql() -> None:
             if node.attr in ("execute", "executemany", "executescript") or (node.attr == "db" and not options):
                 speakers.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
     assert not speakers, speakers
+
+
+def test_ray_is_imported_by_the_ray_engine_only_and_that_only_when_asked() -> None:
+    """Ray is the optional extra ``evalcore[ray]``: only ``evalcore.ray_engine`` imports it, and only the command
+    line imports that module, inside the function that runs ``--engine ray``."""
+    importers, top_level = [], []
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            if any(n == "ray" or n.startswith("ray.") for n in names) and path.name != "ray_engine.py":
+                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+        for node in tree.body:  # module level
+            if isinstance(node, ast.Import | ast.ImportFrom) and "evalcore.ray_engine" in _imports_of(node):
+                top_level.append(str(path.relative_to(ROOT)))
+    users = {_module(path) for path in _modules(PACKAGE) if "evalcore.ray_engine" in _imports(path)}
+    assert not importers, importers
+    assert users == {"evalcore.cli"} and not top_level, (users, top_level)
+
+
+def _imports_of(node: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    return {node.module or ""}
+
+
+def test_importing_evalcore_and_its_command_line_loads_no_ray() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, evalcore, evalcore.cli, evalcore.scoring, evalcore.shards, evalcore.partition\n"
+        "evalcore.cli._parser()\n"
+        "assert not [m for m in sys.modules if m == 'ray' or m.startswith('ray.')], 'ray imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -1,7 +1,6 @@
 """Benchmark: scoring on one process against shards merged, and a judge run's throughput against its concurrency.
 
-Run with ``.venv/bin/python tests/bench/bench_scale.py`` (about a minute on 2 CPUs). No Ray: evalcore has no Ray
-engine yet (issue 22, item 3).
+Run with ``.venv/bin/python tests/bench/bench_scale.py`` (about two minutes on 2 CPUs).
 
 Deterministic, ``tool_call_accuracy``, ``tool_call_f1`` and ``turn_count`` on 20,000 generated sessions in a
 temporary SQLite store:
@@ -11,11 +10,16 @@ temporary SQLite store:
   timed from the first start to the last exit, then ``evalcore import-scores`` of the N files, timed alone. The
   start-up of a shard (interpreter, imports, reading the selection's keys) is the time of an empty shard's
   command: ``--shard`` of a filter-free dataset of one session.
+- Ray (when installed): ``evalcore score --engine ray`` with a local cluster of the machine's CPUs started by the
+  command and stopped after it, timed from process start to exit; its start-up is the same command on the dataset
+  of one session. And ``score_dataset_ray`` in this process on a cluster already running (``ray.init`` once):
+  what a run costs on a cluster that is up, without the cluster's start-up.
 
 Judge: ``relevance_to_query`` (one judge call a session) on 96 sessions against ``tests/openai_server.FakeOpenAI``
 with 200 ms latency on the loopback, as 2 shards started together, at a total concurrency of 2, 8 and 32: the
 throughput follows the concurrency allowed (a session in 0.2 s per call in flight), which is what a cluster of
-shards against a real endpoint does, up to the endpoint's own limit.
+shards against a real endpoint does, up to the endpoint's own limit. The same on Ray (a running local cluster), the
+total concurrency divided between the tasks in flight.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +101,37 @@ def deterministic(folder: Path) -> None:
             f"{n} shards together: {scored:.2f} s scoring, {merged:.2f} s import-scores, {scored + merged:.2f} s in "
             f"all ({(scored + merged) / 20_000 * 1e6:.0f} us a session)"
         )
+    on_ray(db)
+
+
+def on_ray(db: str) -> None:
+    try:
+        import ray
+    except ImportError:
+        print("Ray: not installed (pip install 'evalcore[ray]')")
+        return
+    from evalcore.ray_engine import score_dataset_ray
+    from evalcore.store import open_store
+
+    startup = run("score", "--dataset", "one", "--metrics", SPECS, "--engine", "ray", "--new-run", "--db", db)
+    print(f"Ray, start-up of a command with its local cluster (one session): {startup:.2f} s")
+    took = run("score", "--dataset", "many", "--metrics", SPECS, "--engine", "ray", "--new-run", "--db", db)
+    print(f"Ray, one command with its local cluster, 20,000 sessions: {took:.2f} s ({took / 20_000 * 1e6:.0f} us a "
+          f"session with the start-up, {(took - startup) / 20_000 * 1e6:.0f} without)")  # fmt: skip
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        with open_store(db) as store:
+            best = min(_timed(lambda: score_dataset_ray(store, "many", SPECS.split(","), resume=False))
+                       for _ in range(3))  # fmt: skip
+        print(f"Ray, a cluster already up, 20,000 sessions: {best:.2f} s ({best / 20_000 * 1e6:.0f} us a session)")
+    finally:
+        ray.shutdown()
+
+
+def _timed(work: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
 
 
 def judged(folder: Path) -> None:
@@ -118,6 +154,30 @@ def judged(folder: Path) -> None:
                 f"judge, 200 ms a call, 2 shards, total concurrency {total}: {took:.2f} s for 96 sessions, "
                 f"{96 / took:.1f} sessions/s (at most {total / 0.2:.0f}/s)"
             )
+        judged_on_ray(db, server.url)
+
+
+def judged_on_ray(db: str, url: str) -> None:
+    try:
+        import ray
+    except ImportError:
+        return
+    from evalcore.judge import JudgeConfig
+    from evalcore.ray_engine import score_dataset_ray
+    from evalcore.store import open_store
+
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        with open_store(db) as store:
+            for total in (2, 8, 32):
+                config = JudgeConfig(model=f"r{total}", base_url=url, api_key="k", concurrency=total)
+                took = _timed(lambda c=config: score_dataset_ray(store, "j", ["relevance_to_query"], judge=c))
+                print(
+                    f"judge on Ray (a cluster up), 200 ms a call, total concurrency {total}: {took:.2f} s for 96 "
+                    f"sessions, {96 / took:.1f} sessions/s (at most {total / 0.2:.0f}/s)"
+                )
+    finally:
+        ray.shutdown()
 
 
 def main() -> None:
