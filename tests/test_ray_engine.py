@@ -8,6 +8,7 @@ is scored once; a cancelled run is resumed. No process of the cluster outlives t
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -115,6 +116,22 @@ def test_ray_scores_export_as_one_process_on_tau_bench(tau: Store) -> None:
     _once(tau, report.run.id, 40, len(DETERMINISTIC))
     ran = report.run
     assert (ran.n_done, ran.n_failed, ran.n_not_applicable) == (one.n_done, one.n_failed, one.n_not_applicable)
+
+
+def test_ray_scores_twenty_thousand_sessions_as_one_process(tmp_path: Path, cluster: None) -> None:
+    from test_shards import _generated
+
+    source = tmp_path / "many.jsonl"
+    source.write_text("".join(json.dumps(_generated(i)) + "\n" for i in range(20_000)))
+    with open_store(tmp_path / "many.db") as opened:
+        store = as_user(opened, "ann")
+        assert import_file(store, source, "many").new == 20_000
+        specs = ["tool_call_count", "turn_count", "tool_call_accuracy"]
+        expected = scores_jsonl(store, score_dataset(store, "many", specs, workers=1).run.id)
+        assert expected.count(b"\n") == 60_000 and b'"not_applicable": true' in expected
+        report = score_dataset_ray(store, "many", specs)
+        assert scores_jsonl(store, report.run.id) == expected
+        _once(store, report.run.id, 20_000, len(specs))
 
 
 def test_judged_ray_run_exports_as_one_process_and_fills_the_judge_cache(tau: Store) -> None:
