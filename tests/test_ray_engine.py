@@ -76,11 +76,14 @@ def _alive(pids: set[int]) -> set[int]:
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """A local Ray cluster of 2 CPUs on loopback; after the module, none of its processes is left running."""
+    before = _children(os.getpid())  # (this test process's own helpers: a multiprocessing resource tracker...)
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     try:
         yield
     finally:
-        started = _children(os.getpid())
+        started = {
+            pid for pid in _children(os.getpid()) - before if "multiprocessing.resource_tracker" not in _title(pid)
+        }
         ray.shutdown()
         deadline = time.monotonic() + 20
         while _alive(started) and time.monotonic() < deadline:
