@@ -721,6 +721,12 @@ with talk_column:
                                  icon=":material/checklist:", key=f"turn-questions-{turn.index}-{key}"):  # fmt: skip
                     for turn_form in forms:
                         question_widget(turn_form, turn.index)
+                    turn_gold = gold_view(store, dataset, pk, turn=turn.index) if _shared.can("adjudicate") else []
+                    if turn_gold:
+                        st.markdown("**Settle into gold**")
+                        _shared.table(gold_table(turn_gold))
+                        for gold_choice in turn_gold:
+                            question_widget(gold_choice.form, turn.index, gold=True)
             # Keyed, so that its label can follow the typed weight without closing it.
             editor = st.expander(
                 f"Ground truth for turn {turn.index + 1} · " + ", ".join(marks), icon=":material/edit_note:",

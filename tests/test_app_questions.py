@@ -150,3 +150,20 @@ def test_an_adjudicator_settles_a_disagreement(db: Path, store: Store) -> None:
     assert (gold.question_id, gold.value, gold.author) == (ids["Resolved?"], "yes", "ada")
     assert ada.dataframe[0].value["gold"][0] == "yes (ada)"
     assert not [w for w in _questions_tab("ann").segmented_control if w.key.startswith("g-")]  # a reviewer's is not
+
+
+def test_an_adjudicator_settles_a_question_of_a_turn(db: Path, store: Store) -> None:
+    ids = _questions(store)
+    pk = store.sessions.find("review", "r-tools")
+    for name, value in (("ann", "right lookup"), ("bob", "wrong lookup")):
+        as_user(store, name, "reviewer").answers.save_draft(pk, ids["Per turn"], value, turn=1)
+        as_user(store, name, "reviewer").answers.save_draft(pk, ids["Resolved?"], "yes")
+    for name in ("ann", "bob"):
+        as_user(store, name, "reviewer").answers.submit(pk)
+    ada = _questions_tab("ada")
+    by_prefix(ada.text_area, f"g-{ids['Per turn']}-t1-").input("right lookup")
+    run(ada)
+    assert [(g.turn, g.question_id, g.value, g.author) for g in store.answers.gold(pk)] == [
+        (1, ids["Per turn"], "right lookup", "ada")
+    ]
+    assert not [w for w in ada.text_area if w.key.startswith(f"g-{ids['Per turn']}-t0-")]  # nothing to settle there

@@ -147,16 +147,18 @@ class GoldChoice:
     agreed: bool  # every submitted answer is the same
 
 
-def gold_view(store: Store, dataset: str, pk: int) -> list[GoldChoice]:
-    """The session-level questions of session ``pk`` that someone has answered, side by side with the gold."""
+def gold_view(store: Store, dataset: str, pk: int, *, turn: int | None = None) -> list[GoldChoice]:
+    """The questions of session ``pk`` (``turn`` given: of that turn) that someone has answered, side by side with
+    the gold."""
     submitted: dict[int, dict[str, Any]] = {}
     for a in store.answers.of_session(pk):
-        if a.turn is None:
+        if a.turn == turn:
             submitted.setdefault(a.question_id, {})[a.author] = a.value
-    gold = {g.question_id: g for g in store.answers.gold(pk) if g.turn is None}
+    gold = {g.question_id: g for g in store.answers.gold(pk) if g.turn == turn}
+    level = "session" if turn is None else "turn"
     choices = []
     for q in store.questions.of(dataset):
-        if q.level != "session" or (q.id not in submitted and q.id not in gold):
+        if q.level != level or (q.id not in submitted and q.id not in gold):
             continue
         answers = submitted.get(q.id, {})
         settled = gold.get(q.id)
