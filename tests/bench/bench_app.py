@@ -159,15 +159,17 @@ def labeling_server_rows(url: str, engine: str, repeat: int) -> list[tuple[str, 
     ]
 
 
-def labeling_browser_row(tmp: Path, repeat: int) -> tuple[str, float, float, float, float]:
+def labeling_browser_row(
+    tmp: Path, repeat: int, db: Path | str | None = None, engine: str = "SQLite"
+) -> tuple[str, float, float, float, float]:
     """From a click on "Submit & next" to the next session's Review readable and ready to type in."""
-    db = tmp / "labeling.db"
+    db = db or tmp / "labeling.db"
     with open_store(db) as store:
         store.users.rename(store.users.local(), "bench")  # one-person mode: the name given once
         _, queue, pks = labeling_store(store)
         first = store.sessions.get(pks[0]).link
     times = []
-    with streamlit_server(db, log=tmp / "labeling.log") as url, browser() as chrome:
+    with streamlit_server(db, log=tmp / f"labeling-{engine}.log", folder=tmp) as url, browser() as chrome:
         context = chrome.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
         page.goto(f"{url}/review?dataset=tau&session={first}&queue={queue}")
@@ -185,11 +187,13 @@ def labeling_browser_row(tmp: Path, repeat: int) -> tuple[str, float, float, flo
             page.wait_for_function(SETTLED)
             times.append((time.perf_counter() - start) * 1000)
         context.close()
-    return ("Labeling (browser): Submit & next to Review ready", statistics.median(times), min(times), 500, 250)
+    return (f"Labeling (browser, {engine}): Submit & next to Review ready", statistics.median(times), min(times),
+            500, 250)  # fmt: skip
 
 
 def labeling_rows(tmp: Path, repeat: int) -> list[tuple[str, float, float, float, float]]:
     rows = labeling_server_rows(str(tmp / "labeling-server.db"), "SQLite", repeat)
+    rows.append(labeling_browser_row(tmp, repeat))
     try:
         from pgcluster import Cluster
     except ImportError:  # pragma: no cover
@@ -198,18 +202,18 @@ def labeling_rows(tmp: Path, repeat: int) -> list[tuple[str, float, float, float
         cluster = Cluster()
         try:
             rows += labeling_server_rows(str(cluster.new_database()), "PostgreSQL", repeat)
+            rows.append(labeling_browser_row(tmp, repeat, str(cluster.new_database()), "PostgreSQL"))
         finally:
             cluster.stop()
-    rows.append(labeling_browser_row(tmp, repeat))
     return rows
 
 
 def print_rows(rows: list[tuple[str, float, float, float, float]]) -> None:
     print()
-    print(f"{'measure':<52} {'median ms':>10} {'best ms':>9} {'target':>8} {'goal':>6}  verdict")
+    print(f"{'measure':<62} {'median ms':>10} {'best ms':>9} {'target':>8} {'goal':>6}  verdict")
     for label, median, best, target, goal in rows:
         verdict = "GOAL" if median <= goal else "PASS" if median <= target else "MISS"
-        print(f"{label:<52} {median:>10.1f} {best:>9.1f} {target:>8} {goal:>6}  {verdict}")
+        print(f"{label:<62} {median:>10.1f} {best:>9.1f} {target:>8} {goal:>6}  {verdict}")
 
 
 def main() -> int:
