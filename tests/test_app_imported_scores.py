@@ -1,5 +1,5 @@
 """The scores a Databricks results table came with, in the app (AppTest on a real SQLite file; issue 21, item 1):
-the rows of tests/data/real/traces/databricks_eval_results_rows.jsonl imported, their judges' ratings are columns
+the rows of tests/data/made/databricks_eval_results_rows.jsonl imported, their judges' ratings are columns
 of Sessions and what the Dashboard shows first (the values read off the file by hand)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dbutil import as_user
 from evalcore.importing import import_file
 from evalcore.store import Store
 
-ROWS = Path(__file__).resolve().parent / "data" / "real" / "traces" / "databricks_eval_results_rows.jsonl"
+ROWS = Path(__file__).resolve().parent / "data" / "made" / "databricks_eval_results_rows.jsonl"
 
 
 def test_databricks_judges_ratings_in_sessions_and_on_the_dashboard(db: Path, store: Store) -> None:

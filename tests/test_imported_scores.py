@@ -27,8 +27,9 @@ from evalcore.scoring import summarize_run
 from evalcore.store import Store, open_store
 
 REAL = Path(__file__).resolve().parent / "data" / "real" / "traces"
+MADE = Path(__file__).resolve().parent / "data" / "made"  # (made in this repository: tests/data/README.md)
 RAGAS_METRICS = ("tool_call_accuracy", "tool_call_f1")
-#: The scores of tests/data/real/traces/databricks_eval_results_rows.jsonl, row by row, read off the file by hand.
+#: The scores of tests/data/made/databricks_eval_results_rows.jsonl, row by row, read off the file by hand.
 DATABRICKS = [
     {"correctness": 1.0, "safety": 1.0, "chunk_relevance/precision": 1.0},  # agent/latency_seconds judges nothing
     {"correctness": 0.0, "safety": 1.0, "chunk_relevance/precision": 1.0},
@@ -111,7 +112,7 @@ def test_the_ragas_writer_writes_a_sessions_scores(tau_bench_file: Path, tmp_pat
 
 
 def test_databricks_results_rows_give_their_scores(tmp_path: Path) -> None:
-    path = REAL / "databricks_eval_results_rows.jsonl"
+    path = MADE / "databricks_eval_results_rows.jsonl"
     sessions = sessions_of(path)
     assert [s.scores for s in sessions] == DATABRICKS
     assert sessions[1].reference == "Use the toPandas() method."  # the row is read as it was
@@ -176,7 +177,7 @@ def test_the_files_scores_are_the_imported_runs_metrics(
     means = {s.metric: s.mean for s in summarize_run(store, run.id)}
     for metric in RAGAS_METRICS:
         assert means[metric] == pytest.approx(sum(s[metric] for s in expected) / 300)
-    import_file(store, REAL / "databricks_eval_results_rows.jsonl", "dbx", workers=1)
+    import_file(store, MADE / "databricks_eval_results_rows.jsonl", "dbx", workers=1)
     import_file(store, REAL / "mlflow_v3_trace_assessment.json", "dbx", workers=1)
     [run] = store.runs.recent("dbx")
     names = sorted({name for scores in DATABRICKS for name in scores} | {"Relevance"})
