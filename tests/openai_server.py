@@ -138,7 +138,8 @@ class FakeOpenAI(LoopbackServer):
         self.lock = threading.Lock()
 
     def queue(self, *faults: str) -> None:
-        """Faults for the next requests, in order: 429, 500, timeout, malformed, garbage, no_usage."""
+        """Faults for the next requests, in order: 400 (never retried), 429, 500, timeout, malformed, garbage,
+        no_usage."""
         with self.lock:
             self.faults.extend(faults)
 
@@ -163,6 +164,8 @@ class FakeOpenAI(LoopbackServer):
             self._send(handler, 429, {"error": {"message": "rate limited"}}, {"Retry-After": "0.05"})
         elif fault == "500":
             self._send(handler, 500, {"error": {"message": "boom"}})
+        elif fault == "400":
+            self._send(handler, 400, {"error": {"message": "bad request"}})
         elif fault == "timeout":
             self.release.wait(self.timeout_sleep)
             self._send(handler, 500, {"error": {"message": "too late"}})

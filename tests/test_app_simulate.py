@@ -114,7 +114,7 @@ def test_the_endpoint_field_is_called_and_a_run_where_every_sample_failed_is_red
     with FakeOpenAI() as decoy, FakeOpenAI() as failing:
         monkeypatch.setenv("EVALCORE_BASE_URL", decoy.url)  # the environment's endpoint: not the one typed
         monkeypatch.setenv("EVALCORE_API_KEY", "sk-simulate-secret")
-        failing.queue(*["500"] * 500)
+        failing.queue(*["400"] * 500)  # (not retried: six quick failures, on a slow machine too)
         at = _simulate()
         assert at.text_input(key="sim_base_url").value == decoy.url
         at.text_input(key="sim_base_url").input(failing.url)
@@ -127,5 +127,5 @@ def test_the_endpoint_field_is_called_and_a_run_where_every_sample_failed_is_red
         assert "Failed: all 6 samples failed, none was solved" in plain_texts(at, "error")
         (line,) = [c for c in plain_texts(at, "caption") if c.startswith("Failures: ")]
         counts = [int(part.split(" × ")[0]) for part in line.removeprefix("Failures: ").split(" · ")]
-        assert sum(counts) == 6 and "HTTP 500 from the model" in line, line
+        assert sum(counts) == 6 and "HTTP 400 from the model" in line, line
         assert failing.requests and decoy.requests == []
