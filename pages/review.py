@@ -12,7 +12,7 @@ import streamlit as st
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
 from evalcore.store.labels import LABEL, rubric_verdict
 from evalcore.views.review.diff import diff_markdown, word_diff
-from evalcore.views.review.drafts import SESSION_DRAFTS, TURN_DRAFTS, draft_target
+from evalcore.views.review.drafts import SESSION_DRAFTS, TURN_DRAFTS, DraftsView, draft_target
 from evalcore.views.review.fields import (
     SESSION_EDITORS,
     TURN_EDITORS,
@@ -23,7 +23,7 @@ from evalcore.views.review.fields import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.views.review.questions import QuestionForm, gold_table, gold_view, questions_view
+from evalcore.views.review.questions import QuestionForm, gold_table, gold_views, questions_view
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import transcript
 from evalcore.views.review.weights import explain_weights, format_number
@@ -102,12 +102,11 @@ if typed is not None and typed_into is not None:
         store.drafts.save(pk, field_typed, str(typed.get("value", "")), base_version=base["version"], turn=turn_typed)
     except EvalcoreError as exc:
         st.session_state["review_notice"] = ("error", f"Your draft was not kept: {exc}")
-drafts = {(d.field, d.turn): d for d in store.drafts.of(pk)} if author is not None else {}
-fresh_drafts = {where: d.value for where, d in drafts.items() if d.base_version == base["version"]}
+drafts = DraftsView(store.drafts.of(pk) if author is not None else [], base["version"])
 # The drafts there were when this session's forms were first drawn: what "your unsaved text is back" is about (a
 # draft kept while the person types is not announced: nothing above the form may come and go as they type).
 opened_with: set[tuple[str, int | None]] = st.session_state.setdefault("drafts_opened_with", {}).setdefault(
-    key, set(fresh_drafts)
+    key, drafts.fresh_keys()
 )
 
 
@@ -319,7 +318,8 @@ with st.container():
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
 talk_column, panel = st.columns([7, 5], gap="medium")  # the transcript gets the larger part
-asked = bool(store.questions.of(dataset))  # the dataset's own questions take the place of the verdicts
+questions = store.questions.of(dataset)
+asked = bool(questions)  # the dataset's own questions take the place of the verdicts
 with panel:
     tabs = st.tabs(
         [
@@ -353,7 +353,7 @@ def save_form(form: dict[str, Any]) -> bool | None:
 with tabs[0]:
     if tabs[0].open:
         values = form_values(edited)
-        restored = {field: text for (field, turn), text in fresh_drafts.items() if turn is None}
+        restored = drafts.fresh(None)
         values.update(restored)
         if restored.keys() & {field for field, turn in opened_with if turn is None}:
             with st.container(horizontal=True, vertical_alignment="center"):
@@ -363,7 +363,7 @@ with tabs[0]:
                     forget_drafts(list(restored))
                     rebase(reset=True)
                     st.rerun()
-        stale = [d for (_, turn), d in drafts.items() if turn is None and d.base_version != base["version"]]
+        stale = drafts.stale(None)
         if stale:
             with st.expander(f"Your unsaved text from version {stale[0].base_version} (the session changed since)",
                              icon=":material/history_edu:", expanded=True):  # fmt: skip
@@ -520,7 +520,10 @@ def question_widget(form: QuestionForm, turn: int | None = None, *, gold: bool =
         st.error(literal_message(refused), icon=":material/error:")
 
 
-qv = questions_view(store, dataset, pk) if asked else None
+# Read only when shown: the Questions tab, or questions asked of each turn (under the turns).
+per_turn = any(q.level == "turn" for q in questions)
+qv = questions_view(store, dataset, pk, questions) if asked and (tabs[3].open or per_turn) else None
+settled = gold_views(store, pk, questions) if qv is not None and _shared.can("adjudicate") else {}
 with tabs[3]:
     if tabs[3].open and qv is not None:
         if qv.guidelines:
@@ -537,7 +540,7 @@ with tabs[3]:
         outcome = st.session_state.pop("q-submitted", None)
         if outcome is not None:
             (st.success if outcome[0] == "success" else st.error)(literal_message(outcome[1]))
-        settle = gold_view(store, dataset, pk) if _shared.can("adjudicate") else []
+        settle = settled.get(None, [])
         if settle:
             st.markdown("**Settle into gold** · everyone's answers side by side; the gold goes into the labels "
                         "export beside them")  # fmt: skip
@@ -706,7 +709,7 @@ with talk_column:
     for turn in shown:
         truth = edited.turn_truth[turn.index] if turn.index < len(edited.turn_truth) else turn.truth
         values = turn_form_values(truth)
-        values.update({field: text for (field, at), text in fresh_drafts.items() if at == turn.index})
+        values.update(drafts.fresh(turn.index))
         weight_key = f"t-weight-{turn.index}-{key}"
         with st.container(border=True, key=f"turn-{turn.index}"):
             st.markdown(f"**Turn {turn.index + 1}** of {view.turn_count}")
@@ -721,7 +724,7 @@ with talk_column:
                                  icon=":material/checklist:", key=f"turn-questions-{turn.index}-{key}"):  # fmt: skip
                     for turn_form in forms:
                         question_widget(turn_form, turn.index)
-                    turn_gold = gold_view(store, dataset, pk, turn=turn.index) if _shared.can("adjudicate") else []
+                    turn_gold = settled.get(turn.index, [])
                     if turn_gold:
                         st.markdown("**Settle into gold**")
                         _shared.table(gold_table(turn_gold))

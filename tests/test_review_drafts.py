@@ -13,3 +13,17 @@ def test_the_editor_a_draft_comes_from() -> None:
     for other in ("s-reference-12-1", "s-tags-12-0", "t-weight-3-12-0", "t-gt-x-12-0", "q-4-12-0", "", "12-0"):
         assert draft_target(other, "12-0") is None, other
     assert draft_target(None, "12-0") is None  # type: ignore[arg-type]
+
+
+def test_drafts_of_the_forms_version_go_back_into_their_boxes() -> None:
+    from evalcore.store.drafts import Draft
+    from evalcore.views.review.drafts import DraftsView
+
+    view = DraftsView(
+        [Draft("goal", None, "new goal", 3, "t"), Draft("reference", None, "old", 2, "t"),
+         Draft("observation", 1, "slow", 3, "t")],
+        version=3,
+    )  # fmt: skip
+    assert view.fresh(None) == {"goal": "new goal"} and view.fresh(1) == {"observation": "slow"}
+    assert [d.field for d in view.stale(None)] == ["reference"] and view.stale(1) == []
+    assert view.fresh_keys() == {("goal", None), ("observation", 1)}

@@ -99,6 +99,11 @@ _ANSWER = ("session_pk, turn, question_id, user_id, author, value, question_vers
            "draft_version, updated_at")  # fmt: skip
 
 
+def _qualified(columns: str, alias: str) -> str:
+    """``columns`` (a comma-separated list) as columns of the table called ``alias`` in a join."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
 def _answer(row: Any) -> Answer:
     return Answer(int(row[0]), None if row[1] == SESSION else int(row[1]), int(row[2]), int(row[3]), row[4],
                   _loads(row[5]), row[6], row[7], _loads(row[8]), row[9], row[10])  # fmt: skip
@@ -255,7 +260,7 @@ class Answers:
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.read() as conn:
             rows = conn.execute(
-                f"SELECT {', '.join('a.' + c.strip() for c in _ANSWER.split(','))} FROM answers a "
+                f"SELECT {_qualified(_ANSWER, 'a')} FROM answers a "
                 "JOIN sessions s ON s.id = a.session_pk WHERE s.dataset_id = ? AND a.value IS NOT NULL "
                 "ORDER BY a.session_pk, a.question_id, a.turn, a.author",
                 [dataset_id],
@@ -310,7 +315,7 @@ class Answers:
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.read() as conn:
             rows = conn.execute(
-                f"SELECT {', '.join('g.' + c.strip() for c in _GOLD.split(','))} FROM gold g "
+                f"SELECT {_qualified(_GOLD, 'g')} FROM gold g "
                 "JOIN sessions s ON s.id = g.session_pk WHERE s.dataset_id = ? ORDER BY g.session_pk, g.question_id, "
                 "g.turn",
                 [dataset_id],

@@ -266,27 +266,27 @@ class Labels:
         """Verdicts given as answers: (session pk, ref, verdict name, value, author, at) — the gold alone where a
         question is settled."""
         answered = conn.execute(
-            "SELECT a.session_pk, coalesce(s.session_id, s.key), q.spec, a.value, a.author, a.submitted_at, "
-            "(SELECT g.value FROM gold g WHERE g.session_pk = a.session_pk AND g.turn = a.turn "
-            "AND g.question_id = a.question_id), (SELECT g.author FROM gold g WHERE g.session_pk = a.session_pk "
-            "AND g.turn = a.turn AND g.question_id = a.question_id), "
-            "(SELECT g.at FROM gold g WHERE g.session_pk = a.session_pk AND g.turn = a.turn "
-            "AND g.question_id = a.question_id) FROM answers a JOIN questions q ON q.id = a.question_id "
-            f"JOIN sessions s ON s.id = a.session_pk WHERE a.value IS NOT NULL AND a.turn = -1 AND {where} "
+            "SELECT a.session_pk, coalesce(s.session_id, s.key), a.question_id, q.spec, a.value, a.author, "
+            "a.submitted_at, g.value, g.author, g.at FROM answers a JOIN questions q ON q.id = a.question_id "
+            "JOIN sessions s ON s.id = a.session_pk LEFT JOIN gold g ON g.session_pk = a.session_pk "
+            "AND g.turn = a.turn AND g.question_id = a.question_id "
+            f"WHERE a.value IS NOT NULL AND a.turn = -1 AND {where} "
             "ORDER BY a.session_pk, a.author",
             args,
         ).fetchall()
+        names: dict[int, Any] = {}  # question -> the verdict it stands for (its spec read once)
         out, settled = [], set()
-        for pk, ref, spec, value, author, at, gold, gold_by, gold_at in answered:
-            name = json.loads(spec).get(VERDICT_KEY)
+        for pk, ref, question_id, spec, value, author, at, gold, gold_by, gold_at in answered:
+            if question_id not in names:
+                names[question_id] = json.loads(spec).get(VERDICT_KEY)
+            name = names[question_id]
             if not isinstance(name, str):
                 continue
-            if gold is not None:
-                if (pk, name) not in settled:
-                    settled.add((pk, name))
-                    out.append((pk, ref, name, _as_verdict(name, json.loads(gold)), f"{gold_by} (gold)", gold_at))
-                continue
-            out.append((pk, ref, name, _as_verdict(name, json.loads(value)), author, at))
+            if gold is None:
+                out.append((pk, ref, name, _as_verdict(name, json.loads(value)), author, at))
+            elif (pk, name) not in settled:
+                settled.add((pk, name))
+                out.append((pk, ref, name, _as_verdict(name, json.loads(gold)), f"{gold_by} (gold)", gold_at))
         return out
 
     # -- comments -----------------------------------------------------------------------------------

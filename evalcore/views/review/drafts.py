@@ -7,7 +7,12 @@ the draft is kept for (``store.drafts``), or None for anything else.
 
 from __future__ import annotations
 
-__all__ = ["SESSION_DRAFTS", "TURN_DRAFTS", "draft_target"]
+from dataclasses import dataclass
+from typing import Any
+
+from evalcore.store.drafts import Draft
+
+__all__ = ["SESSION_DRAFTS", "TURN_DRAFTS", "DraftsView", "draft_target"]
 
 #: The session's text editors: widget name -> field.
 SESSION_DRAFTS = {
@@ -36,3 +41,24 @@ def draft_target(widget: str, suffix: str) -> tuple[str, int | None] | None:
         if name in TURN_DRAFTS and turn.isdigit() and turn.isascii():
             return TURN_DRAFTS[name], int(turn)
     return None
+
+
+@dataclass(frozen=True)
+class DraftsView:
+    """A person's drafts on one session, as Review lays them into its editors: those begun on the version the forms
+    show (``version``) go back into their boxes; older ones are shown beside the form to copy."""
+
+    drafts: list[Draft]
+    version: int
+
+    def fresh(self, turn: int | None) -> dict[str, Any]:
+        """The drafts of ``turn``'s editors (None: the session's) begun on the forms' version: field -> text."""
+        return {d.field: d.value for d in self.drafts if d.turn == turn and d.base_version == self.version}
+
+    def stale(self, turn: int | None) -> list[Draft]:
+        """The drafts of ``turn``'s editors begun on another version."""
+        return [d for d in self.drafts if d.turn == turn and d.base_version != self.version]
+
+    def fresh_keys(self) -> set[tuple[str, int | None]]:
+        """(field, turn) of every draft begun on the forms' version."""
+        return {(d.field, d.turn) for d in self.drafts if d.base_version == self.version}

@@ -19,7 +19,7 @@ __all__ = [
     "QuestionsView",
     "answer_text",
     "gold_table",
-    "gold_view",
+    "gold_views",
     "questions_view",
 ]
 
@@ -98,9 +98,9 @@ def answer_text(value: Any) -> str:
     return str(value)
 
 
-def questions_view(store: Store, dataset: str, pk: int) -> QuestionsView:
-    """The Questions tab of session ``pk`` for the store's user."""
-    questions = store.questions.of(dataset)
+def questions_view(store: Store, dataset: str, pk: int, questions: list[Question] | None = None) -> QuestionsView:
+    """The Questions tab of session ``pk`` for the store's user (``questions``: the dataset's, when read already)."""
+    questions = store.questions.of(dataset) if questions is None else questions
     mine = {(a.question_id, a.turn): a for a in store.answers.mine(pk)}
     forms = [_form(q, mine.get((q.id, None))) for q in questions if q.level == "session"]
     me = store.user
@@ -147,28 +147,32 @@ class GoldChoice:
     agreed: bool  # every submitted answer is the same
 
 
-def gold_view(store: Store, dataset: str, pk: int, *, turn: int | None = None) -> list[GoldChoice]:
-    """The questions of session ``pk`` (``turn`` given: of that turn) that someone has answered, side by side with
-    the gold."""
-    submitted: dict[int, dict[str, Any]] = {}
+def gold_views(store: Store, pk: int, questions: list[Question]) -> dict[int | None, list[GoldChoice]]:
+    """Of ``questions`` (the dataset's), those someone has answered on session ``pk``, side by side with the gold:
+    by turn (None: the session's questions), read in one pass."""
+    submitted: dict[tuple[int, int | None], dict[str, Any]] = {}
     for a in store.answers.of_session(pk):
-        if a.turn == turn:
-            submitted.setdefault(a.question_id, {})[a.author] = a.value
-    gold = {g.question_id: g for g in store.answers.gold(pk) if g.turn == turn}
-    level = "session" if turn is None else "turn"
-    choices = []
-    for q in store.questions.of(dataset):
-        if q.level != level or (q.id not in submitted and q.id not in gold):
+        submitted.setdefault((a.question_id, a.turn), {})[a.author] = a.value
+    gold = {(g.question_id, g.turn): g for g in store.answers.gold(pk)}
+    by_id = {q.id: q for q in questions}
+    choices: dict[int | None, list[GoldChoice]] = {}
+    for q_id, turn in sorted({*submitted, *gold}, key=lambda k: (k[1] is not None, k[1] or 0)):
+        q = by_id.get(q_id)
+        if q is None:  # (retired)
             continue
-        answers = submitted.get(q.id, {})
-        settled = gold.get(q.id)
+        answers = submitted.get((q_id, turn), {})
+        settled = gold.get((q_id, turn))
         widget, options, captions = _widget(q)
         form = QuestionForm(q, f"Gold: {q.name}", widget, options, captions,
                             None if settled is None else settled.value, False)  # fmt: skip
         values = [repr(v) for v in answers.values()]
-        choices.append(GoldChoice(form, answers, None if settled is None else settled.value,
-                                  None if settled is None else settled.author,
-                                  len(set(values)) == 1 and len(values) > 1))  # fmt: skip
+        choices.setdefault(turn, []).append(GoldChoice(
+            form, answers, None if settled is None else settled.value, None if settled is None else settled.author,
+            len(set(values)) == 1 and len(values) > 1,
+        ))  # fmt: skip
+    order = {q.id: n for n, q in enumerate(questions)}
+    for listed in choices.values():
+        listed.sort(key=lambda c: order[c.form.question.id])
     return choices
 
 
