@@ -141,7 +141,7 @@ def _first_values(path: Path) -> list[Any]:
 
 @pytest.mark.parametrize(
     "path",
-    sorted({*SAMPLE_DATA.glob("*.json*"), *REAL.rglob("*.json*")}),
+    sorted({*SAMPLE_DATA.glob("*.json*"), *REAL.rglob("*.json*"), *(REAL.parent / "made").glob("*.json*")}),
     ids=lambda p: p.name,
 )
 def test_sample_and_real_files_are_read_as_before_with_nothing_to_say(path: Path) -> None:
