@@ -712,6 +712,12 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
         f"{visible(manifest)}",
         err,
     )
+    if report.labels_left:
+        _say(
+            f"note: the answers and gold of {report.labels_left} of them are not carried by {report.format}: "
+            "export them with `evalcore export-labels`, or export in the evalcore format",
+            err,
+        )
     return 0
 
 

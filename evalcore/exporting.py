@@ -42,6 +42,7 @@ from evalcore.formats import get_format
 from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
+from evalcore.schema import Session
 from evalcore.store.access import User
 from evalcore.store.migrations import SCHEMA_VERSION
 from evalcore.store.queries import SessionFilter
@@ -83,6 +84,7 @@ class ExportReport:
     manifest: str | None  # None for an export to a stream (no manifest)
     count: int
     sha256: str
+    labels_left: int = 0  # sessions whose answers and gold the format does not carry (``export-labels`` does)
 
 
 def manifest_path(path: str | os.PathLike[str]) -> Path:
@@ -95,14 +97,21 @@ def iter_sessions(
     store: Store, dataset: str, filters: SessionFilter | None = None, *, chunk: int = 500
 ) -> Iterator[StoredSession]:
     """The matching sessions with reviewers' edits applied, in import order."""
+    for sessions in _session_chunks(store, dataset, filters, chunk):
+        yield from sessions
+
+
+def _session_chunks(
+    store: Store, dataset: str, filters: SessionFilter | None, chunk: int
+) -> Iterator[list[StoredSession]]:
     pks: list[int] = []
     for pk in store.sessions.iter_pks(dataset, filters):
         pks.append(pk)
         if len(pks) == chunk:
-            yield from store.sessions.get_many(pks)
+            yield store.sessions.get_many(pks)
             pks = []
     if pks:
-        yield from store.sessions.get_many(pks)
+        yield store.sessions.get_many(pks)
 
 
 def writable_format(name: str) -> Format:
@@ -150,6 +159,7 @@ class ExportStream:
         self.on_progress = on_progress
         self.count = 0
         self.size = 0
+        self.labels_left = 0  # sessions whose answers and gold the format does not carry (made so far)
         self._digest = hashlib.sha256()
         self._started = False
 
@@ -167,9 +177,8 @@ class ExportStream:
     def _chunks(self) -> Iterator[bytes]:
         text = io.StringIO()
         writer = SessionWriter(text, self.format, array=self.array)
-        sessions = iter_sessions(self.store, self.dataset, self.filters, chunk=min(500, self.limit or 500))
-        for stored in itertools.islice(sessions, self.limit):
-            writer.write(stored.session)
+        for session in itertools.islice(self._sessions(), self.limit):
+            writer.write(session)
             self.count += 1
             if self.on_progress and self.count % 500 == 0:
                 self.on_progress(self.count)
@@ -180,6 +189,20 @@ class ExportStream:
             self.on_progress(self.count)
         if text.tell():
             yield self._take(text)
+
+    def _sessions(self) -> Iterator[Session]:
+        """The sessions to write; in a lossless format (evalcore's) each with the answers and gold given on it
+        (``Session.labels``); in another, the sessions that have some are counted (``labels_left``)."""
+        labelled = self.store.answers.has_labels(self.dataset)
+        chunk = min(500, self.limit or 500)
+        for sessions in _session_chunks(self.store, self.dataset, self.filters, chunk):
+            labels = self.store.answers.carried([s.pk for s in sessions]) if labelled else {}
+            if not self.format.lossless:
+                self.labels_left += len(labels)
+                labels = {}
+            for stored in sessions:
+                found = labels.get(stored.pk)
+                yield stored.session if found is None else stored.session.model_copy(update={"labels": found})
 
     def _take(self, text: io.StringIO) -> bytes:
         chunk = text.getvalue().encode("utf-8")
@@ -263,7 +286,7 @@ def export_dataset(
         store, dataset, to, filters, array=Path(path).suffix.lower() == ".json", on_progress=on_progress
     )  # checks the dataset, the format and the run before any file is made
     where, sha256 = write_with_manifest(path, export.write_to, lambda: manifest_bytes(export, Path(path).name))
-    return ExportReport(dataset, to, str(path), where, export.count, sha256)
+    return ExportReport(dataset, to, str(path), where, export.count, sha256, export.labels_left)
 
 
 def write_with_manifest(

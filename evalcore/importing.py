@@ -176,7 +176,8 @@ def _store_events(
             if on_progress:
                 on_progress(read, max(total, read))
         elif isinstance(event, CountsEvent):  # the last event
-            report.failed, report.warnings, report.format = report.failed + event.failed, event.warnings, event.format
+            report.failed, report.warnings = report.failed + event.failed, report.warnings + event.warnings
+            report.format = event.format
         else:  # FailedEvent: what was read before is stored; the rest is not
             where = f" after line {event.line}" if event.line else ""
             raise StoreError(
@@ -238,13 +239,16 @@ def _events_from_worker(
 def _add(
     report: ImportReport, counts: BatchCounts, path: str, on_problem: Callable[[FileProblem], None] | None
 ) -> None:
-    """Count a stored batch; each row the database refused is a problem on its line (the others are stored)."""
+    """Count a stored batch; each row the database refused is a problem on its line (the others are stored), and
+    each of its labels that could not be stored a warning on its line (the session is stored)."""
     report.new += counts.new
     report.updated += counts.updated
     report.unchanged += counts.unchanged
-    for line, why in counts.refused:
-        report.failed += 1
-        item = FileProblem(path, line or 0, "error", why)
+    report.failed += len(counts.refused)
+    report.warnings += len(counts.notes)
+    problems = [("error", line, why) for line, why in counts.refused] + [("warning", n, w) for n, w in counts.notes]
+    for level, line, why in problems:
+        item = FileProblem(path, line or 0, level, why)
         if len(report.problems) < MAX_KEPT_PROBLEMS:
             report.problems.append(item)
         if on_problem:

@@ -134,7 +134,9 @@ if store.questions.of(dataset, retired=True):
     st.subheader("Labels")
     lab = st.columns([4, 2, 3], vertical_alignment="bottom")
     lab[0].caption(
-        "Every submitted answer to the dataset's questions, and the gold: what `evalcore export-labels` writes."
+        "Every submitted answer to the dataset's questions, and the gold: what `evalcore export-labels` writes. "
+        "The **evalcore** format carries them with each session too (an import elsewhere keeps them); other "
+        "formats leave them out."
     )
     labels_kind = lab[1].segmented_control(
         "As", list(SCORE_KINDS), default="csv", required=True, key="x_labels_kind",

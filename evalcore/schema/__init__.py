@@ -1,5 +1,6 @@
 """The canonical conversation model: every supported format reads into it and writes out of it."""
 
+from evalcore.schema.labels import Label, LabelQuestion, Labels
 from evalcore.schema.message import Content, Message, Role, ToolCall, block_text
 from evalcore.schema.session import (
     SCHEMA_VERSION,
@@ -24,6 +25,9 @@ __all__ = [
     "STATUSES",
     "TRUTH_FIELDS",
     "Content",
+    "Label",
+    "LabelQuestion",
+    "Labels",
     "ContextChunk",
     "Message",
     "Problem",

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from evalcore.schema.labels import Labels
 from evalcore.schema.message import Message, ToolCall
 
 __all__ = [
@@ -98,6 +99,9 @@ class Session(BaseModel):
     provenance: Provenance | None = None
     trace: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # What people answered about it and the gold, carried by the evalcore format (``evalcore.schema.labels``); the
+    # store keeps them apart from the session, and lays them on it for an export in that format.
+    labels: Labels | None = None
 
     def n_turns(self) -> int:
         """The number of turns (user messages)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import NotFoundError, OverlapReachedError, UsageError
+from evalcore.schema.labels import Labels
 from evalcore.store.questions import Question, check_value, is_empty, load_question
 from evalcore.store.records import now
 
@@ -323,6 +324,27 @@ class Answers:
         return [_gold(r) for r in rows]
 
     # -- for an export -------------------------------------------------------------------------------
+
+    def has_labels(self, dataset: str) -> bool:
+        """Whether anyone submitted an answer, or an adjudicator settled one, on the dataset's sessions."""
+        dataset_id = self._store.datasets.id_of(dataset)
+        with self._engine.read() as conn:
+            return any(
+                conn.execute(
+                    f"SELECT 1 FROM {table} x JOIN sessions s ON s.id = x.session_pk WHERE s.dataset_id = ? {where} "
+                    "LIMIT 1",
+                    [dataset_id],
+                ).fetchone()
+                for table, where in (("answers", "AND x.value IS NOT NULL"), ("gold", ""))
+            )
+
+    def carried(self, pks: list[int]) -> dict[int, Labels]:
+        """The labels of the sessions ``pks`` that have any, as the evalcore format carries them with each
+        (``evalcore.store.carried``)."""
+        from evalcore.store.carried import labels_of
+
+        with self._engine.read() as conn:
+            return labels_of(conn, pks)
 
     def label_rows(self, dataset: str) -> Iterator[tuple[Any, ...]]:
         """Every submitted answer, then the gold, of the dataset's sessions as rows ``(session_id, assistant_id, turn,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalcore.errors import DatabaseFaultError
+from evalcore.store.carried import store_carried
 from evalcore.store.engine import Conn, Engine
 from evalcore.store.outcomes import store_outcomes
 from evalcore.store.records import now
@@ -32,19 +33,22 @@ _RECORD_FAULTS = ("too_big", "value")
 
 @dataclass
 class BatchCounts:
-    """What storing a batch did: sessions new, updated (a changed conversation), unchanged; and the rows the
-    database refused, as ``(line, why)``."""
+    """What storing a batch did: sessions new, updated (a changed conversation), unchanged; the rows the database
+    refused, as ``(line, why)``; and what of the labels rows brought could not be stored (``notes``, the same way:
+    their sessions are stored)."""
 
     new: int = 0
     updated: int = 0
     unchanged: int = 0
     refused: list[tuple[int | None, str]] = field(default_factory=list)
+    notes: list[tuple[int | None, str]] = field(default_factory=list)
 
     def add(self, other: BatchCounts) -> None:
         self.new += other.new
         self.updated += other.updated
         self.unchanged += other.unchanged
         self.refused += other.refused
+        self.notes += other.notes
 
 
 class Importing:
@@ -117,11 +121,16 @@ class Importing:
                     )
             pks = {key: found[0] for key, found in existing.items()}
             scored = [r for r in batch if r.outcomes]
-            if any(r.key not in pks for r in scored):  # the new sessions' ids
-                pks.update(self._pks(conn, dataset_id, [r.key for r in scored if r.key not in pks]))
+            labelled = [r for r in batch if r.labels]
+            missing = [r.key for r in (*scored, *labelled) if r.key not in pks]
+            if missing:  # the new sessions' ids
+                pks.update(self._pks(conn, dataset_id, missing))
             found = [(pks[r.key], r.outcomes) for r in scored]
             if found or replaced:  # the scores that came with the data: the dataset's imported run
                 store_outcomes(conn, self._engine, dataset_id, found, replaced, stamp, (author, author_id))
+            if labelled:  # the answers and gold that came with the data (the evalcore format's)
+                carried = [(pks[r.key], r.line, r.labels) for r in labelled if r.labels]
+                report.notes += store_carried(conn, dataset_id, carried, stamp, author_id)
         return report
 
     @staticmethod

@@ -23,6 +23,7 @@ from evalcore.errors import UsageError
 from evalcore.store.answers import SESSION
 from evalcore.store.questions import VERDICT_KEY, QuestionDef, insert_question
 from evalcore.store.records import now
+from evalcore.store.users import named_user
 
 if TYPE_CHECKING:
     from evalcore.store.engine import Conn
@@ -237,7 +238,11 @@ class Labels:
             for _, pk, author, name, value, at, author_id in rows:
                 if value is None:
                     continue
-                user_id = author_id if author_id is not None else self._legacy_user(conn, author, at)
+                user_id = (
+                    author_id
+                    if author_id is not None
+                    else named_user(conn, author, at, issuer=_LEGACY, made_by="verdicts")
+                )
                 conn.execute(
                     "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
                     "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
@@ -248,19 +253,6 @@ class Labels:
                 "DELETE FROM verdicts WHERE session_pk IN (SELECT id FROM sessions WHERE dataset_id = ?)", [dataset_id]
             )
         return len(rows)
-
-    def _legacy_user(self, conn: Conn, name: str, at: str) -> int:
-        """The user a verdict given under ``name`` before there were users belongs to (a disabled viewer)."""
-        row = conn.execute("SELECT id FROM users WHERE name = ?", [name]).fetchone()
-        if row is not None:
-            return int(row[0])
-        return int(
-            conn.execute(
-                "INSERT INTO users (iss, sub, name, role, disabled, created_at, created_by) "
-                "VALUES (?, ?, ?, 'viewer', 1, ?, 'verdicts') RETURNING id",
-                [_LEGACY, name, name, at],
-            ).fetchone()[0]
-        )
 
     def _answered(self, conn: Conn, where: str, args: list[Any]) -> list[tuple[Any, ...]]:
         """Verdicts given as answers: (session pk, ref, verdict name, value, author, at) — the gold alone where a

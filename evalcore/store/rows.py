@@ -80,6 +80,7 @@ class Row:
     has_truth: int
     tag_list: tuple[str, ...]  # the tags, one a row of session_tags
     outcomes: tuple[tuple[str, float], ...] = ()  # the scores that came with the data (``outcomes``)
+    labels: str | None = None  # the answers and gold that came with the data (``Session.labels``), as JSON
 
     def values(self) -> tuple[Any, ...]:
         """The values of ``ROW_COLUMNS``, in order."""
@@ -91,7 +92,7 @@ class Row:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by position: half the bytes and time of the default (a dict of field names per row).
-        return Row, (*self.values(), self.tag_list, self.outcomes)
+        return Row, (*self.values(), self.tag_list, self.outcomes, self.labels)
 
 
 def outcomes(scores: dict[str, Any]) -> tuple[tuple[str, float], ...]:
@@ -123,7 +124,8 @@ def message_texts(messages: list[Message]) -> list[str]:
 
 def row_for(dataset_id: int, source: str, session: Session) -> Row:
     """The sessions-table row of ``session``, with the hash that tells whether it changed."""
-    data = session.model_dump_json(exclude={"provenance"}, exclude_defaults=True)
+    # (The labels that came with it are stored apart from the session: ``evalcore.store.carried``.)
+    data = session.model_dump_json(exclude={"provenance", "labels"}, exclude_defaults=True)
     content_hash = hashlib.sha256(data.encode()).hexdigest()
     key = session_key(session, source)
     messages = session.messages
@@ -137,4 +139,5 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         p.line if p else None, data, content_hash, search_text(session, texts), system_text(session, texts),
         int(session.has_ground_truth()),
         tuple(session.tags), outcomes(session.scores) if session.scores else (),
+        session.labels.model_dump_json(exclude_defaults=True) if session.labels is not None else None,
     )  # fmt: skip

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from evalcore.store.engine import Conn
     from evalcore.store.store import Store
 
-__all__ = ["LOCAL", "MAX_NAME", "Users"]
+__all__ = ["LOCAL", "MAX_NAME", "Users", "named_user"]
 
 #: The longest display name (a provider's longer one is cut to it).
 MAX_NAME = 200
@@ -338,3 +338,19 @@ def _free_name(conn: Conn, name: str, email: str | None = None, *, but: int = 0)
     while taken(f"{name} {n}"):
         n += 1
     return f"{name} {n}"
+
+
+def named_user(conn: Conn, name: str, at: str, *, issuer: str, made_by: str) -> int:
+    """The user called ``name`` — made, when the store has none, as a disabled viewer of ``issuer`` (who cannot sign
+    in): the person behind work that came without a user of this store (verdicts given before there were users, the
+    answers an import brings), so that it keeps who did it."""
+    row = conn.execute("SELECT id FROM users WHERE name = ?", [name]).fetchone()
+    if row is not None:
+        return int(row[0])
+    return int(
+        conn.execute(
+            "INSERT INTO users (iss, sub, name, role, disabled, created_at, created_by) "
+            "VALUES (?, ?, ?, 'viewer', 1, ?, ?) RETURNING id",
+            [issuer, name, name, at, made_by],
+        ).fetchone()[0]
+    )
