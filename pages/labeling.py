@@ -127,7 +127,8 @@ if admin:
         if questions:
             _shared.table(question_rows(questions))
         else:
-            st.info("No question yet: Review asks the pass / fail and rubric verdicts until you add one.")
+            st.info("No question yet: Review asks the pass / fail and rubric verdicts until you add one (the verdicts "
+                    "given so far then become questions too, each moved into its reviewer's answer).")  # fmt: skip
         if not any(VERDICT_KEY in q.spec for q in questions):
             given = len(store.labels.human_verdicts(dataset))
             with st.container(horizontal=True, vertical_alignment="center"):

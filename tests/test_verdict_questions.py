@@ -74,3 +74,29 @@ def test_verdicts_become_questions_and_answers(store: Store) -> None:
     on_s1 = [(name, value) for pk, _, name, value in store.labels.verdict_values("d") if pk == s1]
     assert sorted(on_s1) == [(LABEL, 0.0), (clarity, 4.0)]
     assert any(v.author == "admin (gold)" for v in store.labels.verdicts(s1))
+
+
+def test_a_datasets_first_question_makes_its_verdicts_questions_first(store: Store) -> None:
+    from evalcore.store.questions import QuestionDef
+
+    s1, s2, _ = store.sessions.pks("d")
+    as_user(store, "ann", "reviewer").labels.set_verdict(s1, LABEL, 1)
+    as_user(store, "bob", "reviewer").labels.set_verdict(s2, rubric_verdict("clarity"), 3)
+    before = sorted(store.labels.verdict_values("d"))
+    admin = as_user(store, "admin")
+    admin.questions.define("d", QuestionDef("Resolved?", "choice", options=("yes", "no")))
+    # Review asks the questions in place of the verdicts now: the verdicts given so far are among them, as answers.
+    assert [q.name for q in store.questions.of("d")] == ["Pass / fail", "clarity", "Resolved?"]
+    assert query(store, "SELECT count(*) FROM verdicts") == [(0,)]
+    assert sorted(store.labels.verdict_values("d")) == before
+    assert [(a.author, a.value) for a in store.answers.of_session(s1)] == [("ann", "pass")]
+    # A second question adopts nothing more (there is nothing left to move).
+    admin.questions.define("d", QuestionDef("Why", "text"))
+    assert len(store.questions.of("d")) == 4
+
+
+def test_a_first_question_on_a_dataset_without_verdicts_is_the_only_one(store: Store) -> None:
+    from evalcore.store.questions import QuestionDef
+
+    as_user(store, "admin").questions.define("d", QuestionDef("Resolved?", "choice", options=("yes", "no")))
+    assert [q.name for q in store.questions.of("d")] == ["Resolved?"]

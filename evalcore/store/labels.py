@@ -106,8 +106,8 @@ class Labels:
         with self._engine.write() as conn:
             author, author_id = self._store.author(conn)
             dataset_id = int(conn.execute("SELECT dataset_id FROM sessions WHERE id = ?", [pk]).fetchone()[0])
-            if self._linked(conn, dataset_id):  # the dataset's verdicts are questions now: an answer, submitted
-                question_id = self._question_for(conn, dataset_id, name, author_id)
+            if linked_questions(conn, dataset_id):  # the dataset's verdicts are questions now: an answer, submitted
+                question_id = verdict_question(conn, dataset_id, name, author_id)
                 if value is None:
                     conn.execute(
                         "DELETE FROM answers WHERE session_pk = ? AND turn = ? AND question_id = ? AND user_id = ?",
@@ -197,30 +197,6 @@ class Labels:
 
     # -- verdicts as questions -----------------------------------------------------------------------
 
-    def _linked(self, conn: Conn, dataset_id: int) -> dict[str, int]:
-        """The dataset's questions that stand for verdicts: verdict name -> question id."""
-        linked: dict[str, int] = {}
-        for question_id, spec in conn.execute("SELECT id, spec FROM questions WHERE dataset_id = ?", [dataset_id]):
-            name = json.loads(spec).get(VERDICT_KEY)
-            if isinstance(name, str):
-                linked[name] = int(question_id)
-        return linked
-
-    def _question_for(self, conn: Conn, dataset_id: int, name: str, author_id: int | None) -> int:
-        """The question standing for verdict ``name`` in the dataset, made when there is none yet."""
-        linked = self._linked(conn, dataset_id)
-        if name in linked:
-            return linked[name]
-        taken = {r[0] for r in conn.execute("SELECT name FROM questions WHERE dataset_id = ?", [dataset_id])}
-        if name == LABEL:
-            title, question = "Pass / fail", QuestionDef("", "choice", options=("pass", "fail"),
-                                                         help="Does the assistant pass?")  # fmt: skip
-        else:
-            title, question = name[len("rubric:") :], QuestionDef("", "rating", help="A 1-5 score of the rubric")
-        while title in taken:
-            title += " (verdict)"
-        return insert_question(conn, dataset_id, replace(question, name=title), author_id, verdict=name).id
-
     def adopt(self, dataset: str) -> int:
         """Make the dataset's verdicts questions of its labeling programme and move every verdict given so far into
         an answer (see the module's docstring); returns how many moved. Asking again changes nothing."""
@@ -228,31 +204,7 @@ class Labels:
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.write() as conn:
             _, me = self._store.author(conn)
-            rows = conn.execute(
-                "SELECT v.id, v.session_pk, v.author, v.name, v.value, v.at, v.author_id FROM verdicts v "
-                "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? ORDER BY v.id",
-                [dataset_id],
-            ).fetchall()
-            names = [LABEL, *sorted({r[3] for r in rows} - {LABEL})]
-            questions = {name: self._question_for(conn, dataset_id, name, me) for name in names}
-            for _, pk, author, name, value, at, author_id in rows:
-                if value is None:
-                    continue
-                user_id = (
-                    author_id
-                    if author_id is not None
-                    else named_user(conn, author, at, issuer=_LEGACY, made_by="verdicts")
-                )
-                conn.execute(
-                    "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
-                    "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
-                    "ON CONFLICT (session_pk, turn, question_id, user_id) DO NOTHING",
-                    [pk, SESSION, questions[name], user_id, author, json.dumps(_as_answer(name, value)), at, at],
-                )
-            conn.execute(
-                "DELETE FROM verdicts WHERE session_pk IN (SELECT id FROM sessions WHERE dataset_id = ?)", [dataset_id]
-            )
-        return len(rows)
+            return adopt_verdicts(conn, dataset_id, me)
 
     def _answered(self, conn: Conn, where: str, args: list[Any]) -> list[tuple[Any, ...]]:
         """Verdicts given as answers: (session pk, ref, verdict name, value, author, at) — the gold alone where a
@@ -306,3 +258,68 @@ class Labels:
                 "SELECT id, turn, author, body, at FROM comments WHERE session_pk = ? ORDER BY id", [pk]
             ).fetchall()
         return [Comment(*r) for r in rows]
+
+
+def linked_questions(conn: Conn, dataset_id: int) -> dict[str, int]:
+    """The dataset's questions that stand for verdicts: verdict name -> question id."""
+    linked: dict[str, int] = {}
+    for question_id, spec in conn.execute("SELECT id, spec FROM questions WHERE dataset_id = ?", [dataset_id]):
+        name = json.loads(spec).get(VERDICT_KEY)
+        if isinstance(name, str):
+            linked[name] = int(question_id)
+    return linked
+
+
+def verdict_question(conn: Conn, dataset_id: int, name: str, author_id: int | None) -> int:
+    """The question standing for verdict ``name`` in the dataset, made when there is none yet."""
+    linked = linked_questions(conn, dataset_id)
+    if name in linked:
+        return linked[name]
+    taken = {r[0] for r in conn.execute("SELECT name FROM questions WHERE dataset_id = ?", [dataset_id])}
+    if name == LABEL:
+        title, question = "Pass / fail", QuestionDef("", "choice", options=("pass", "fail"),
+                                                     help="Does the assistant pass?")  # fmt: skip
+    else:
+        title, question = name[len("rubric:") :], QuestionDef("", "rating", help="A 1-5 score of the rubric")
+    while title in taken:
+        title += " (verdict)"
+    return insert_question(conn, dataset_id, replace(question, name=title), author_id, verdict=name).id
+
+
+def has_verdicts(conn: Conn, dataset_id: int) -> bool:
+    """Whether reviewers gave verdicts on the dataset's sessions that are not answers yet."""
+    return (
+        conn.execute(
+            "SELECT 1 FROM verdicts v JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? LIMIT 1",
+            [dataset_id],
+        ).fetchone()
+        is not None
+    )
+
+
+def adopt_verdicts(conn: Conn, dataset_id: int, me: int | None) -> int:
+    """Make the dataset's verdicts questions and move every verdict into an answer (``Labels.adopt``), inside the
+    caller's transaction, by user ``me``: how many verdicts moved."""
+    rows = conn.execute(
+        "SELECT v.id, v.session_pk, v.author, v.name, v.value, v.at, v.author_id FROM verdicts v "
+        "JOIN sessions s ON s.id = v.session_pk WHERE s.dataset_id = ? ORDER BY v.id",
+        [dataset_id],
+    ).fetchall()
+    names = [LABEL, *sorted({r[3] for r in rows} - {LABEL})]
+    questions = {name: verdict_question(conn, dataset_id, name, me) for name in names}
+    for _, pk, author, name, value, at, author_id in rows:
+        if value is None:
+            continue
+        user_id = (
+            author_id if author_id is not None else named_user(conn, author, at, issuer=_LEGACY, made_by="verdicts")
+        )
+        conn.execute(
+            "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
+            "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) "
+            "ON CONFLICT (session_pk, turn, question_id, user_id) DO NOTHING",
+            [pk, SESSION, questions[name], user_id, author, json.dumps(_as_answer(name, value)), at, at],
+        )
+    conn.execute(
+        "DELETE FROM verdicts WHERE session_pk IN (SELECT id FROM sessions WHERE dataset_id = ?)", [dataset_id]
+    )
+    return len(rows)
