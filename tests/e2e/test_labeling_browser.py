@@ -1,6 +1,7 @@
 """A labeling programme in headless Chromium: two signed-in reviewers, each in a browser of their own, work one queue
-with overlap 2 through Labeling and Review's queue bar; the questions, the guidelines and the queue are the admin's.
-Screenshots: the Labeling page as an admin sees it, Review's Questions tab in a queue."""
+with overlap 2 through Labeling and Review's queue bar; the questions, the guidelines and the queue are the admin's,
+who settles their disagreement into gold. Screenshots: the Labeling page as an admin sees it, Review's Questions tab
+in a queue, the adjudicator's answers side by side."""
 
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ def _team(server: Server) -> None:
                 owner.users.add(email, "reviewer")
 
 
-def _answer_and_submit(page: Page, item: int) -> None:
+def _answer_and_submit(page: Page, item: int, answer: str = "yes") -> None:
     expect(page.get_by_text(f"item {item} of 3")).to_be_visible()
     page.get_by_role("tab", name="Questions").click()
-    page.get_by_role("radio", name="yes", exact=True).click()
+    page.get_by_role("radio", name=answer, exact=True).click()
     expect(page.get_by_text("Resolved? * · draft")).to_be_visible()
     button(page, "Submit & next").click()
     settle(page)
@@ -108,13 +109,31 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
     _answer_and_submit(cy, 1)
     _answer_and_submit(cy, 2)
     _answer_and_submit(bob, 3)
-    _answer_and_submit(cy, 3)
+    _answer_and_submit(cy, 3, "no")  # Bob said yes: a disagreement
     expect(cy.get_by_text("Nothing is left for you in this queue: thank you.")).to_be_visible()
 
     with open_store(server.db) as store:
         items = store.queues.items(queue.id)
         assert [sorted(s.author for s in store.answers.submissions(pk)) for pk in items] == [["Bob", "Cy"]] * 3
         assert store.queues.progress(queue.id).complete == 3
+        differing, link = items[2], store.sessions.links([items[2]])[items[2]]
+
+    # The adjudicator finds the disagreement on Labeling and settles it into gold on Review, the answers side by side.
+    ada.goto(server.url + "/labeling?dataset=support")
+    settle(ada)
+    ada.get_by_role("tab", name="Agreement").click()
+    expect(ada.get_by_text("Disagreements · 1 (open one to settle it into gold on Review)")).to_be_visible()
+    ada.goto(server.url + review_path("support", link))  # where the disagreement's link goes
+    settle(ada)
+    ada.get_by_role("tab", name="Questions").click()
+    panel = ada.get_by_role("tabpanel", name="Questions")
+    expect(panel.get_by_text("Settle into gold")).to_be_visible()
+    expect(panel.get_by_text("Gold: Resolved?")).to_be_visible()
+    panel.get_by_role("radio", name="no", exact=True).last.click()  # the gold's choice: below Ada's own answer
+    settle(ada)
+    shot(ada, "review-settle-gold")
+    with open_store(server.db) as store:
+        assert [(g.value, g.author) for g in store.answers.gold(differing)] == [("no", "Ada")]
 
     # The labels downloaded from the Export page are byte for byte what evalcore export-labels writes.
     ada.goto(server.url + "/export?dataset=support")
@@ -129,7 +148,7 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
                                str(server.db)], capture_output=True, text=True, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert name == f"support.labels.{kind}" and data == out.read_bytes()
-        assert len(data.splitlines()) == (7 if kind == "csv" else 6)  # 6 answers (+ the header)
+        assert len(data.splitlines()) == (8 if kind == "csv" else 7)  # 6 answers and the gold (+ the header)
     assert "Traceback" not in server.log_text()
 
 
