@@ -16,7 +16,7 @@ from evalcore.views.labeling import (
     queue_rows,
     reviewer_rows,
 )
-from evalcore.views.text import literal_message, literal_name, plural
+from evalcore.views.text import literal_message, literal_name
 from pages import _shared
 
 _shared.frame_first()
@@ -126,24 +126,15 @@ if admin:
         questions = store.questions.of(dataset, retired=True)
         if questions:
             _shared.table(question_rows(questions))
-        else:
-            st.info("No question yet: Review asks the pass / fail and rubric verdicts until you add one (the verdicts "
-                    "given so far then become questions too, each moved into its reviewer's answer).")  # fmt: skip
-        if not any(VERDICT_KEY in q.spec for q in questions):
-            given = len(store.labels.human_verdicts(dataset))
-            with st.container(horizontal=True, vertical_alignment="center"):
+            if any(VERDICT_KEY in q.spec for q in questions):
                 st.caption(
-                    f"The verdicts ({plural(given, 'verdict')} given so far) as questions of this programme: a "
-                    "pass / fail choice and a 1–5 rating per rubric scored, each verdict moved into its reviewer's "
-                    "answer. The Dashboard then compares the judges with the answers, and with the gold where settled."
+                    "A reviewer's pass / fail and rubric verdicts are answers to the questions they stand for (made "
+                    "when first given): Review asks them on its Verdict tab until the dataset has questions of its "
+                    "own, then with those. The Dashboard compares the judges with them, and with the gold where "
+                    "settled."
                 )
-                if st.button("Make the verdicts questions", key="adopt_verdicts"):
-                    with _shared.saving("The verdicts"):
-                        moved = store.labels.adopt(dataset)
-                        st.session_state["labeling_done"] = (
-                            f"The verdicts are questions now: {plural(moved, 'verdict')} moved."
-                        )
-                        st.rerun()
+        else:
+            st.info("No question yet: Review asks the pass / fail and rubric verdicts until you add one.")
         by_qid = {q.id: q for q in questions}
         editing = st.selectbox("Question", [None, *by_qid], key="question_pick",
                                format_func=lambda i: "A new question" if i is None else by_qid[i].name)  # fmt: skip

@@ -23,7 +23,14 @@ from evalcore.views.review.fields import (
     turn_changes,
     turn_form_values,
 )
-from evalcore.views.review.questions import QuestionForm, gold_table, gold_views, questions_view
+from evalcore.views.review.questions import (
+    QuestionForm,
+    asked_of,
+    gold_table,
+    gold_views,
+    has_own_questions,
+    questions_view,
+)
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import transcript
 from evalcore.views.review.weights import explain_weights, format_number
@@ -318,8 +325,8 @@ with st.container():
 # -- the session panel (right), the transcript (left) ---------------------------------------------------
 edited: Any = base["session"]
 talk_column, panel = st.columns([7, 5], gap="medium")  # the transcript gets the larger part
-questions = store.questions.of(dataset)
-asked = bool(questions)  # the dataset's own questions take the place of the verdicts
+questions = asked_of(store.questions.of(dataset), session)
+asked = has_own_questions(questions)  # the dataset's own questions take the place of the verdicts
 with panel:
     tabs = st.tabs(
         [

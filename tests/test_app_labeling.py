@@ -155,15 +155,16 @@ def test_the_agreement_tab(db: Path, store: Store) -> None:
     assert "**Disagreements** · 1 (open one to settle it into gold on Review)" in texts(at, "markdown")
 
 
-def test_an_admin_makes_the_verdicts_questions(db: Path, store: Store) -> None:
+def test_the_verdicts_are_questions_of_the_programme(db: Path, store: Store) -> None:
     (pk, *_) = store.sessions.pks("review")
-    as_user(store, "ann", "reviewer").labels.set_verdict(pk, "label", 1)
     at = _labeling("ada", "admin")
     at.session_state["labeling_tab"] = "Questions"
     run(at)
-    assert any("(1 verdict given so far)" in c for c in texts(at, "caption"))
-    _submit(at, "Make the verdicts questions")
-    assert "The verdicts are questions now: 1 verdict moved." in plain_texts(at, "success")
-    assert [q.name for q in store.questions.of("review")] == ["Pass / fail"]
+    assert "No question yet: Review asks the pass / fail and rubric verdicts until you add one." in plain_texts(
+        at, "info"
+    )
+    as_user(store, "ann", "reviewer").labels.set_verdict(pk, "label", 1)  # an answer to the question it stands for
+    run(at)
+    assert list(at.dataframe[0].value["name"]) == ["Pass / fail"]
+    assert any("verdicts are answers to the questions they stand for" in c for c in texts(at, "caption"))
     assert [(a.author, a.value) for a in store.answers.of_dataset("review")] == [("ann", "pass")]
-    assert not [b for b in at.button if b.label == "Make the verdicts questions"]  # done: no more offered

@@ -94,3 +94,23 @@ def test_queue_rows(store: Store) -> None:
     assert (row.name, row.items, row.complete, row.overlap, row.lease, row.mode, row.members, row.mine) == (
         "pass", 3, 0, 2, "1 h", "blind", "every reviewer", 0
     )  # fmt: skip
+
+
+def test_a_rubrics_verdict_is_asked_only_of_the_sessions_with_that_rubric(store: Store) -> None:
+    from evalcore.schema import Session
+    from evalcore.store.labels import LABEL, rubric_verdict
+    from evalcore.views.review.questions import asked_of, has_own_questions
+
+    pk = store.sessions.pks("d")[0]
+    ann = as_user(store, "ann", "reviewer")
+    ann.labels.set_verdict(pk, LABEL, 1)
+    ann.labels.set_verdict(pk, rubric_verdict("tone"), 4)
+    verdicts = store.questions.of("d")
+    assert [q.name for q in verdicts] == ["Pass / fail", "tone"] and not has_own_questions(verdicts)
+    with_tone, without = Session(rubrics={"tone": "Is it polite?"}), Session(rubrics={"facts": "Are they right?"})
+    assert [q.name for q in asked_of(verdicts, with_tone)] == ["Pass / fail", "tone"]
+    assert [q.name for q in asked_of(verdicts, without)] == ["Pass / fail"]
+    as_user(store, "ada").questions.define("d", QuestionDef("Resolved?", "choice", options=("yes", "no")))
+    questions = store.questions.of("d")
+    assert has_own_questions(questions)  # Review asks them all on its Questions tab now
+    assert [q.name for q in asked_of(questions, Session())] == ["Pass / fail", "Resolved?"]

@@ -1,6 +1,7 @@
-"""A dataset's verdicts become questions of its labeling programme (``store.labels.adopt``), on both engines: every
-verdict moves into a submitted answer of its reviewer, the judges are compared with the same values afterwards,
-new verdicts are answers, and a settled question's gold is what they are compared with."""
+"""Reviewers' verdicts are answers to questions of the dataset's labeling programme, on both engines: a verdict given
+is a submitted answer at once; verdicts given before (``store.labels.adopt``, after the upgrade) move into submitted
+answers of their reviewers, the judges compared with the same values afterwards; a settled question's gold is what
+they are compared with."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from evalcore.errors import PermissionDeniedError
 from evalcore.importing import import_file
 from evalcore.store import Store, open_store
 from evalcore.store.labels import LABEL, rubric_verdict
+from evalcore.store.migrations import VERDICTS_ADOPT
 from evalcore.store.questions import VERDICT_KEY
 
 
@@ -30,18 +32,23 @@ def store(store_url: str, tmp_path: Path) -> Iterator[Store]:
 def test_verdicts_become_questions_and_answers(store: Store) -> None:
     s1, s2, s3 = store.sessions.pks("d")
     clarity = rubric_verdict("clarity")
-    as_user(store, "ann", "reviewer").labels.set_verdict(s1, LABEL, 1)
-    as_user(store, "ann", "reviewer").labels.set_verdict(s1, clarity, 4)
-    as_user(store, "bob", "reviewer").labels.set_verdict(s1, LABEL, 0)
-    as_user(store, "bob", "reviewer").labels.set_verdict(s2, LABEL, 1)
-    # A verdict from before the store had users: a name, no user.
-    execute(store, "INSERT INTO verdicts (session_pk, author, name, value, at) VALUES (?, 'old timer', ?, 1, "
-                   "'2025-01-01T00:00:00+00:00')", [s3, LABEL])  # fmt: skip
+    ann, bob = (as_user(store, name, "reviewer").user for name in ("ann", "bob"))
+    # Verdicts given before verdicts were answers (kept in the verdicts table), one before the store had users.
+    for pk, author, author_id, name, value in (
+        (s1, "ann", ann.id, LABEL, 1), (s1, "ann", ann.id, clarity, 4), (s1, "bob", bob.id, LABEL, 0),
+        (s2, "bob", bob.id, LABEL, 1), (s3, "old timer", None, LABEL, 1),
+    ):  # fmt: skip
+        execute(store, "INSERT INTO verdicts (session_pk, author, name, value, at, author_id) VALUES (?, ?, ?, ?, "
+                       "'2025-01-01T00:00:00+00:00', ?)", [pk, author, name, value, author_id])  # fmt: skip
     before = sorted(store.labels.verdict_values("d"))
+    assert len(before) == 5
 
     with pytest.raises(PermissionDeniedError):
         as_user(store, "ann", "reviewer").labels.adopt("d")
-    assert as_user(store, "admin").labels.adopt("d") == 5
+    # The upgrade's migration left its note: the store, upgraded (or a SQLite file opened), moves them all.
+    execute(store, "INSERT INTO meta (key, value) VALUES (?, 'pending')", [VERDICTS_ADOPT])
+    store.upgrade()
+    assert query(store, "SELECT count(*) FROM meta WHERE key = ?", [VERDICTS_ADOPT]) == [(0,)]
     questions = {q.name: q for q in store.questions.of("d")}
     assert list(questions) == ["Pass / fail", "clarity"]
     assert questions["Pass / fail"].spec == {"options": ["pass", "fail"], VERDICT_KEY: LABEL}
@@ -76,23 +83,25 @@ def test_verdicts_become_questions_and_answers(store: Store) -> None:
     assert any(v.author == "admin (gold)" for v in store.labels.verdicts(s1))
 
 
-def test_a_datasets_first_question_makes_its_verdicts_questions_first(store: Store) -> None:
+def test_a_verdict_is_an_answer_at_once(store: Store) -> None:
     from evalcore.store.questions import QuestionDef
 
     s1, s2, _ = store.sessions.pks("d")
     as_user(store, "ann", "reviewer").labels.set_verdict(s1, LABEL, 1)
     as_user(store, "bob", "reviewer").labels.set_verdict(s2, rubric_verdict("clarity"), 3)
     before = sorted(store.labels.verdict_values("d"))
+    # A verdict is an answer at once, to the question it stands for, made when first needed.
+    assert [q.name for q in store.questions.of("d")] == ["Pass / fail", "clarity"]
+    assert [(a.author, a.value) for a in store.answers.of_session(s1)] == [("ann", "pass")]
+    assert query(store, "SELECT count(*) FROM verdicts") == [(0,)]
+    # A verdict left in the old table (a store not reopened since its upgrade) moves in with the first question.
+    execute(store, "INSERT INTO verdicts (session_pk, author, name, value, at) VALUES (?, 'old timer', ?, 0, "
+                   "'2025-01-01T00:00:00+00:00')", [s2, LABEL])  # fmt: skip
     admin = as_user(store, "admin")
     admin.questions.define("d", QuestionDef("Resolved?", "choice", options=("yes", "no")))
-    # Review asks the questions in place of the verdicts now: the verdicts given so far are among them, as answers.
     assert [q.name for q in store.questions.of("d")] == ["Pass / fail", "clarity", "Resolved?"]
     assert query(store, "SELECT count(*) FROM verdicts") == [(0,)]
-    assert sorted(store.labels.verdict_values("d")) == before
-    assert [(a.author, a.value) for a in store.answers.of_session(s1)] == [("ann", "pass")]
-    # A second question adopts nothing more (there is nothing left to move).
-    admin.questions.define("d", QuestionDef("Why", "text"))
-    assert len(store.questions.of("d")) == 4
+    assert sorted(store.labels.verdict_values("d")) == sorted([*before, (s2, "s2", LABEL, 0.0)])
 
 
 def test_a_first_question_on_a_dataset_without_verdicts_is_the_only_one(store: Store) -> None:

@@ -4,12 +4,13 @@ and 1-5 per rubric, kept beside the judges' scores — and their comments.
 Each reviewer has one current verdict per name (``label``, or ``rubric:NAME``); giving it again replaces it,
 and clearing it deletes it. The Dashboard compares them with the judges' scores.
 
-A dataset's verdicts become questions of its labeling programme (``adopt``): a "Pass / fail" choice and a 1-5
-rating per rubric reviewers scored, each marked with the verdict it stands for (``questions.VERDICT_KEY``); every
-verdict given so far moves into a submitted answer of its reviewer (a name without a user of the store gets a
-disabled one of its own, so that the answer keeps who gave it). From then on the dataset's verdicts *are* those
-answers: ``set_verdict`` submits an answer, and what the Dashboard compares with the judges
-(``verdict_values``) is each question's gold where an adjudicator settled it, else everyone's submitted answers.
+A verdict is an answer to the question it stands for in the dataset's labeling programme: a "Pass / fail" choice,
+and a 1-5 rating per rubric reviewers scored, each made when first needed and marked with the verdict it stands for
+(``questions.VERDICT_KEY``). ``set_verdict`` submits the reviewer's answer, and what the Dashboard compares with the
+judges (``verdict_values``) is each question's gold where an adjudicator settled it, else everyone's submitted
+answers. Verdicts given before this (the ``verdicts`` table) move into answers of their reviewers when the store is
+next opened after its upgrade (``adopt_pending``; ``adopt`` does one dataset): a name without a user of the store
+gets a disabled one of its own, so that the answer keeps who gave it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import UsageError
 from evalcore.store.answers import SESSION
-from evalcore.store.questions import VERDICT_KEY, QuestionDef, insert_question
+from evalcore.store.migrations import VERDICTS_ADOPT
+from evalcore.store.questions import MAX_NAME, VERDICT_KEY, QuestionDef, insert_question
 from evalcore.store.records import now
 from evalcore.store.users import named_user
 
@@ -106,37 +108,26 @@ class Labels:
         with self._engine.write() as conn:
             author, author_id = self._store.author(conn)
             dataset_id = int(conn.execute("SELECT dataset_id FROM sessions WHERE id = ?", [pk]).fetchone()[0])
-            if linked_questions(conn, dataset_id):  # the dataset's verdicts are questions now: an answer, submitted
-                question_id = verdict_question(conn, dataset_id, name, author_id)
-                if value is None:
-                    conn.execute(
-                        "DELETE FROM answers WHERE session_pk = ? AND turn = ? AND question_id = ? AND user_id = ?",
-                        [pk, SESSION, question_id, author_id],
-                    )
-                    return
-                stamp = now()
-                conn.execute(
-                    "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
-                    "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, "
-                    "(SELECT version FROM questions WHERE id = ?), ?, ?) "
-                    "ON CONFLICT (session_pk, turn, question_id, user_id) DO UPDATE SET value = excluded.value, "
-                    "question_version = excluded.question_version, submitted_at = excluded.submitted_at, "
-                    "draft = NULL, draft_version = NULL, updated_at = excluded.updated_at",
-                    [pk, SESSION, question_id, author_id, author, json.dumps(_as_answer(name, value)), question_id,
-                     stamp, stamp],
-                )  # fmt: skip
-                return
+            if has_verdicts(conn, dataset_id):  # given before verdicts were answers (a store not yet reopened)
+                adopt_verdicts(conn, dataset_id, author_id)
+            question_id = verdict_question(conn, dataset_id, name, author_id)
             if value is None:
                 conn.execute(
-                    "DELETE FROM verdicts WHERE session_pk = ? AND author = ? AND name = ?", [pk, author, name]
+                    "DELETE FROM answers WHERE session_pk = ? AND turn = ? AND question_id = ? AND user_id = ?",
+                    [pk, SESSION, question_id, author_id],
                 )
-            else:
-                conn.execute(
-                    "INSERT INTO verdicts (session_pk, author, name, value, at, author_id) VALUES (?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (session_pk, author, name) DO UPDATE SET value = excluded.value, at = excluded.at, "
-                    "author_id = excluded.author_id",
-                    [pk, author, name, float(value), now(), author_id],
-                )
+                return
+            stamp = now()
+            conn.execute(
+                "INSERT INTO answers (session_pk, turn, question_id, user_id, author, value, question_version, "
+                "submitted_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, "
+                "(SELECT version FROM questions WHERE id = ?), ?, ?) "
+                "ON CONFLICT (session_pk, turn, question_id, user_id) DO UPDATE SET value = excluded.value, "
+                "question_version = excluded.question_version, submitted_at = excluded.submitted_at, "
+                "draft = NULL, draft_version = NULL, updated_at = excluded.updated_at",
+                [pk, SESSION, question_id, author_id, author, json.dumps(_as_answer(name, value)), question_id,
+                 stamp, stamp],
+            )  # fmt: skip
 
     def verdicts(self, pk: int) -> list[Verdict]:
         """Every reviewer's verdicts on session ``pk`` (those given as answers too, the gold alone where settled)."""
@@ -196,6 +187,25 @@ class Labels:
         return (*verdicts, *answers, *self._store.runs.mark(dataset_id))
 
     # -- verdicts as questions -----------------------------------------------------------------------
+
+    def adopt_pending(self) -> int:
+        """Make every dataset's verdicts questions and answers (``adopt``) when the migration that made verdicts
+        answers left its note (``migrations.VERDICTS_ADOPT``), in one transaction; how many verdicts moved."""
+        note = "SELECT 1 FROM meta WHERE key = ?"
+        with self._engine.read() as conn:
+            if conn.execute(note, [VERDICTS_ADOPT]).fetchone() is None:
+                return 0
+        moved = 0
+        with self._engine.write() as conn:
+            if conn.execute(note, [VERDICTS_ADOPT]).fetchone() is None:  # (another process did it meanwhile)
+                return 0
+            datasets = conn.execute(
+                "SELECT DISTINCT s.dataset_id FROM verdicts v JOIN sessions s ON s.id = v.session_pk ORDER BY 1"
+            ).fetchall()
+            for (dataset_id,) in datasets:
+                moved += adopt_verdicts(conn, int(dataset_id), None)
+            conn.execute("DELETE FROM meta WHERE key = ?", [VERDICTS_ADOPT])
+        return moved
 
     def adopt(self, dataset: str) -> int:
         """Make the dataset's verdicts questions of its labeling programme and move every verdict given so far into
@@ -281,9 +291,19 @@ def verdict_question(conn: Conn, dataset_id: int, name: str, author_id: int | No
                                                      help="Does the assistant pass?")  # fmt: skip
     else:
         title, question = name[len("rubric:") :], QuestionDef("", "rating", help="A 1-5 score of the rubric")
-    while title in taken:
-        title += " (verdict)"
-    return insert_question(conn, dataset_id, replace(question, name=title), author_id, verdict=name).id
+    return insert_question(conn, dataset_id, replace(question, name=_free_title(title, taken)), author_id,
+                           verdict=name).id  # fmt: skip
+
+
+def _free_title(title: str, taken: set[str]) -> str:
+    """A question's name for a verdict called ``title`` (a rubric's name may be any text): on one line, short enough,
+    and — taken by another question — with `` (verdict)``, then a number, after it."""
+    base = " ".join(title.split())[: MAX_NAME - 20] or "rubric"
+    candidate, n = base, 1
+    while candidate in taken:
+        candidate = f"{base} (verdict)" if n == 1 else f"{base} (verdict {n})"
+        n += 1
+    return candidate
 
 
 def has_verdicts(conn: Conn, dataset_id: int) -> bool:

@@ -229,4 +229,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0004_sort_indexes", _SORT_INDEXES),  # (PostgreSQL only)
     ("0005_search_system_text", _SEARCH_SYSTEM_TEXT),  # as SQLite's 0013
     ("0006_labeling", list(LABELING_TABLES)),  # as SQLite's 0014
+    (
+        "0007_verdicts_answers",
+        [  # as SQLite's 0015
+            "INSERT INTO meta (key, value) SELECT 'verdicts_adopt', 'pending' WHERE EXISTS (SELECT 1 FROM verdicts) "
+            "ON CONFLICT (key) DO NOTHING",
+        ],
+    ),  # fmt: skip
 ]

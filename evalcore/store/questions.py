@@ -295,19 +295,17 @@ class Questions:
     # -- defining --------------------------------------------------------------------------------------
 
     def define(self, dataset: str, question: QuestionDef) -> Question:
-        """Add ``question`` to the dataset (last in its order). The dataset's first question makes the verdicts
-        reviewers gave on it questions too, first (``labels.adopt``): once a dataset has questions, Review asks
-        them in place of the verdicts, and the verdicts given so far stay in sight as answers."""
+        """Add ``question`` to the dataset (last in its order); verdicts still kept as they were before verdicts were
+        answers move into answers first (``labels.adopt``), so that they stay in sight on Review's Questions tab."""
         question.checked()
         self._store.require("manage_datasets", f"define a question of {dataset!r}")
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.write() as conn:
             _, author_id = self._store.author(conn)
-            if conn.execute("SELECT 1 FROM questions WHERE dataset_id = ? LIMIT 1", [dataset_id]).fetchone() is None:
-                from evalcore.store.labels import adopt_verdicts, has_verdicts
+            from evalcore.store.labels import adopt_verdicts, has_verdicts
 
-                if has_verdicts(conn, dataset_id):
-                    adopt_verdicts(conn, dataset_id, author_id)
+            if has_verdicts(conn, dataset_id):  # given before verdicts were answers (a store not yet reopened)
+                adopt_verdicts(conn, dataset_id, author_id)
             return insert_question(conn, dataset_id, question, author_id)
 
     def edit(self, question_id: int, question: QuestionDef) -> Question:

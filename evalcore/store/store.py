@@ -160,6 +160,7 @@ class Store:
         self._repositories()
         if check and self._engine.applied_on_open:
             self.sessions.reindex_search()  # after a migration that changed what search indexes
+            self.labels.adopt_pending()  # after the migration that made verdicts answers
 
     def _repositories(self) -> None:
         from evalcore.store.answers import Answers
@@ -252,9 +253,11 @@ class Store:
 
     def upgrade(self) -> list[str]:
         """Apply the schema's pending migrations (``evalcore db upgrade``), then index the sessions' search texts anew
-        if a migration asked for it (and an earlier try did not finish); the names of the migrations applied."""
+        if a migration asked for it (and an earlier try did not finish), and make the verdicts given so far answers
+        (``Labels.adopt_pending``) likewise; the names of the migrations applied."""
         applied = self._engine.migrate()
         self.sessions.reindex_search()
+        self.labels.adopt_pending()
         return applied
 
     def before_fork(self) -> None:

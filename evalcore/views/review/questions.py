@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from evalcore.schema import Session
 from evalcore.store.answers import Answer
-from evalcore.store.questions import Question
+from evalcore.store.questions import VERDICT_KEY, Question
 from evalcore.store.store import Store
 from evalcore.views.text import visible
 
@@ -18,13 +19,34 @@ __all__ = [
     "QuestionForm",
     "QuestionsView",
     "answer_text",
+    "asked_of",
     "gold_table",
+    "has_own_questions",
     "gold_views",
     "questions_view",
 ]
 
 #: Up to this many options a choice is one row of buttons; beyond it, a list to pick from.
 BUTTONS = 6
+
+
+def has_own_questions(questions: list[Question]) -> bool:
+    """Whether the dataset asks questions of its own, besides those its reviewers' verdicts stand for: Review then
+    asks them all on its Questions tab, in place of the Verdict tab."""
+    return any(VERDICT_KEY not in q.spec for q in questions)
+
+
+def asked_of(questions: list[Question], session: Session) -> list[Question]:
+    """The questions asked of ``session``: a rubric's verdict only of the sessions that have that rubric (a rubric is
+    a session's own)."""
+    rubrics = session.rubrics or {}
+    out = []
+    for q in questions:
+        verdict = q.spec.get(VERDICT_KEY)
+        if isinstance(verdict, str) and verdict.startswith("rubric:") and verdict[len("rubric:") :] not in rubrics:
+            continue
+        out.append(q)
+    return out
 
 
 @dataclass(frozen=True)
