@@ -714,8 +714,9 @@ def _export(args: argparse.Namespace, err: TextIO) -> int:
     )
     if report.labels_left:
         _say(
-            f"note: the answers and gold of {report.labels_left} of them are not carried by {report.format}: "
-            "export them with `evalcore export-labels`, or export in the evalcore format",
+            f"note: the labels (answers, gold, comments) of {report.labels_left} of them are not carried by "
+            f"{report.format}: export the answers and gold with `evalcore export-labels`, or export in the evalcore "
+            "format",
             err,
         )
     return 0

@@ -215,7 +215,7 @@ def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:
     problems = []
     kept = fmt.kept_truth(session)
     lost_truth = [name for name in (*TRUTH_FIELDS, "turn_truth") if name not in kept and _has(session, name)]
-    if session.labels is not None and (session.labels.answers or session.labels.questions):
+    if session.labels is not None and (session.labels.answers or session.labels.questions or session.labels.comments):
         lost_truth.append("labels")
     if lost_truth:
         problems.append(Problem("warning", None, f"{', '.join(lost_truth)} not carried by {fmt.name}: dropped"))

@@ -84,7 +84,7 @@ class ExportReport:
     manifest: str | None  # None for an export to a stream (no manifest)
     count: int
     sha256: str
-    labels_left: int = 0  # sessions whose answers and gold the format does not carry (``export-labels`` does)
+    labels_left: int = 0  # sessions whose labels (answers, gold, comments) the format does not carry
 
 
 def manifest_path(path: str | os.PathLike[str]) -> Path:
@@ -159,7 +159,7 @@ class ExportStream:
         self.on_progress = on_progress
         self.count = 0
         self.size = 0
-        self.labels_left = 0  # sessions whose answers and gold the format does not carry (made so far)
+        self.labels_left = 0  # sessions whose labels the format does not carry (made so far)
         self._digest = hashlib.sha256()
         self._started = False
 
@@ -191,8 +191,9 @@ class ExportStream:
             yield self._take(text)
 
     def _sessions(self) -> Iterator[Session]:
-        """The sessions to write; in a lossless format (evalcore's) each with the answers and gold given on it
-        (``Session.labels``); in another, the sessions that have some are counted (``labels_left``)."""
+        """The sessions to write; in a lossless format (evalcore's) each with its labels — the answers and gold given
+        on it, the comments (``Session.labels``); in another, the sessions that have some are counted
+        (``labels_left``)."""
         labelled = self.store.answers.has_labels(self.dataset)
         chunk = min(500, self.limit or 500)
         for sessions in _session_chunks(self.store, self.dataset, self.filters, chunk):

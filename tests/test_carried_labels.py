@@ -73,6 +73,8 @@ def _programme(store: Store, tmp_path: Path) -> tuple[int, int, int]:
     ann.labels.set_verdict(c, "label", 1.0)
     admin.labels.adopt("d")  # the verdicts become a question; ann's verdict an answer
     as_user(store, "ada", "admin").answers.set_gold(a, resolved.id, "no", note="the tool failed")
+    bob.labels.add_comment(b, "Too short to judge.")  # a session with a comment alone
+    ann.labels.add_comment(a, "The refund tool was called twice.", turn=1)
     return a, b, c
 
 
@@ -90,7 +92,10 @@ def test_an_export_and_an_import_elsewhere_lose_nothing(store: Store, elsewhere:
         ("Resolved?", 1, None), ("Resolved?", 2, None), ("Issues", 1, None), ("Quality", 1, None),
         ("Cost ($)", 1, "Cost"), ("Cost ($)", 2, None), ("Why", 1, None),
     ]  # fmt: skip
-    assert "labels" not in lines[1]  # a draft alone: nothing to carry
+    assert lines[1]["labels"] == {
+        "comments": [{"user": "bob", "body": "Too short to judge.", "at": lines[1]["labels"]["comments"][0]["at"]}]
+    }  # (not the draft)
+    assert [(c["turn"], c["body"]) for c in carried["comments"]] == [(1, "The refund tool was called twice.")]
     assert [a["question"] for a in lines[2]["labels"]["answers"]] == ["Pass / fail"]
     gold = [a for a in carried["answers"] if a.get("status") == "gold"]
     assert gold == [{"question": "Resolved?", "question_version": 2, "value": "no", "user": "ada", "status": "gold",
@@ -109,12 +114,15 @@ def test_an_export_and_an_import_elsewhere_lose_nothing(store: Store, elsewhere:
     assert all(people[name].disabled and people[name].iss == IMPORTED for name in ("ann", "bob", "ada"))
     a_copy = elsewhere.sessions.pks("d")[0]
     assert sorted(s.author for s in elsewhere.answers.submissions(a_copy)) == ["ann", "bob"]
+    assert [(c.turn, c.author, c.body) for c in elsewhere.labels.comments(a_copy)] == [
+        (1, "ann", "The refund tool was called twice.")]  # fmt: skip
     # The verdict is still a verdict there: the Dashboard compares the judges with it.
     assert [(v.name, v.value, v.author) for v in elsewhere.labels.human_verdicts("d")] == [("label", 1.0, "ann")]
 
     again = import_file(as_user(elsewhere, "eve"), tmp_path / "out.jsonl", "d")  # the same file again: no change
     assert (again.unchanged, again.warnings) == (3, 0)
     assert label_bytes(elsewhere, "d") == label_bytes(store, "d")
+    assert _export(elsewhere, tmp_path / "thrice.jsonl") == first  # (no comment twice)
 
 
 def test_what_cannot_be_stored_is_said_and_the_rest_kept(store: Store, tmp_path: Path) -> None:
@@ -173,13 +181,13 @@ def test_formats_that_cannot_carry_labels_say_so(store: Store, store_url: str, t
     done = subprocess.run([EVALCORE, "export", "--dataset", "d", "--to", "openai", "-o", str(out), "--db",
                            store_url], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "note: the answers and gold of 2 of them are not carried by openai: export them with `evalcore " \
-        "export-labels`, or export in the evalcore format" in done.stderr  # fmt: skip
+    note = ("note: the labels (answers, gold, comments) of 3 of them are not carried by openai: export the answers "
+            "and gold with `evalcore export-labels`, or export in the evalcore format")  # fmt: skip
+    assert note in done.stderr
     assert "labels" not in out.read_text()
     _export(store, tmp_path / "out.jsonl")
     report = convert_file(tmp_path / "out.jsonl", tmp_path / "converted.jsonl", to="openai")
     assert [str(p).split("out.jsonl:")[1] for p in report.problems] == [
-        "1: warning: labels not carried by openai: dropped",
-        "3: warning: labels not carried by openai: dropped",
+        f"{n}: warning: labels not carried by openai: dropped" for n in (1, 2, 3)
     ]
     assert query(store, "SELECT count(*) FROM answers")[0][0] > 0

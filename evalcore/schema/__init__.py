@@ -1,6 +1,6 @@
 """The canonical conversation model: every supported format reads into it and writes out of it."""
 
-from evalcore.schema.labels import Label, LabelQuestion, Labels
+from evalcore.schema.labels import Label, LabelComment, LabelQuestion, Labels
 from evalcore.schema.message import Content, Message, Role, ToolCall, block_text
 from evalcore.schema.session import (
     SCHEMA_VERSION,
@@ -26,6 +26,7 @@ __all__ = [
     "TRUTH_FIELDS",
     "Content",
     "Label",
+    "LabelComment",
     "LabelQuestion",
     "Labels",
     "ContextChunk",

@@ -1,7 +1,8 @@
-"""The labels a session carries in the evalcore format: what people answered about it, the gold, and the questions
-(each version answered) — so that an export and an import into another store lose nothing of a labeling programme.
+"""The labels a session carries in the evalcore format: what people answered about it, the gold, the questions (each
+version answered) and the reviewers' comments — so that an export and an import into another store lose nothing of a
+labeling programme.
 
-In the store they live apart from the session (``evalcore.store.answers``, ``evalcore.store.questions``): an export
+In the store they live apart from the session (``evalcore.store.answers``, ``questions``, ``labels``): an export
 in the evalcore format lays them on each session (``Session.labels``), an import stores them back
 (``evalcore.store.carried``). Drafts are their writers' own and never travel.
 """
@@ -12,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Label", "LabelQuestion", "Labels"]
+__all__ = ["Label", "LabelComment", "LabelQuestion", "Labels"]
 
 
 class LabelQuestion(BaseModel):
@@ -46,10 +47,23 @@ class Label(BaseModel):
     note: str | None = None  # gold: the adjudicator's note
 
 
+class LabelComment(BaseModel):
+    """A reviewer's comment on the session (``turn`` None) or one of its turns (counted from 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int | None = Field(default=None, ge=0)
+    user: str = Field(min_length=1)
+    body: str = Field(min_length=1)
+    at: str | None = None
+
+
 class Labels(BaseModel):
-    """A session's labels: the questions its answers answered (each version), and the answers and gold."""
+    """A session's labels: the questions its answers answered (each version), the answers and gold, and the
+    reviewers' comments."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     questions: list[LabelQuestion] = Field(default_factory=list)
     answers: list[Label] = Field(default_factory=list)
+    comments: list[LabelComment] = Field(default_factory=list)

@@ -326,7 +326,8 @@ class Answers:
     # -- for an export -------------------------------------------------------------------------------
 
     def has_labels(self, dataset: str) -> bool:
-        """Whether anyone submitted an answer, or an adjudicator settled one, on the dataset's sessions."""
+        """Whether anyone submitted an answer, an adjudicator settled one, or a reviewer commented on the dataset's
+        sessions: what the evalcore format carries with them (``carried``)."""
         dataset_id = self._store.datasets.id_of(dataset)
         with self._engine.read() as conn:
             return any(
@@ -335,7 +336,7 @@ class Answers:
                     "LIMIT 1",
                     [dataset_id],
                 ).fetchone()
-                for table, where in (("answers", "AND x.value IS NOT NULL"), ("gold", ""))
+                for table, where in (("answers", "AND x.value IS NOT NULL"), ("gold", ""), ("comments", ""))
             )
 
     def carried(self, pks: list[int]) -> dict[int, Labels]:

@@ -1,13 +1,14 @@
 """The labels that travel with sessions in the evalcore format (``Session.labels``, ``evalcore.schema.labels``):
 read from the store for an export (``labels_of``), stored back by an import (``store_carried``).
 
-What travels with a session is every submitted answer and every gold answer given on it or its turns, and the
-definition of each version of a question they answered. An import into another store (or dataset) makes what is
-missing: a question the dataset lacks is defined with the versions the file brings (at the version numbers it
-brings, so every answer still says which version it answered); a person the store does not know by name gets a
-disabled user of their own, who cannot sign in, so the answer keeps who gave it. An answer or a gold answer already
-there is replaced only by a later one (``at``); a person's drafts are never touched. The person's submission of the
-session is recorded too (what a queue's overlap counts).
+What travels with a session is every submitted answer and every gold answer given on it or its turns (the reviewers'
+verdicts among them), the definition of each version of a question they answered, and the reviewers' comments. An
+import into another store (or dataset) makes what is missing: a question the dataset lacks is defined with the
+versions the file brings (at the version numbers it brings, so every answer still says which version it answered); a
+person the store does not know by name gets a disabled user of their own, who cannot sign in, so the answer keeps who
+gave it. An answer or a gold answer already there is replaced only by a later one (``at``); a person's drafts are
+never touched; a comment already there (the same person, turn, text and time) is not added twice. The person's
+submission of the session is recorded too (what a queue's overlap counts).
 
 What cannot be stored is said, never silently dropped, and costs only itself: a question whose version differs from
 the dataset's own version of that number, or whose level or kind differs; an answer its question cannot take, or on
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from evalcore.errors import UsageError
-from evalcore.schema.labels import Label, LabelQuestion, Labels
+from evalcore.schema.labels import Label, LabelComment, LabelQuestion, Labels
 from evalcore.store.answers import SESSION
 from evalcore.store.questions import VERDICT_KEY, Question, QuestionDef, check_value
 from evalcore.store.users import named_user
@@ -56,8 +57,18 @@ def labels_of(conn: Conn, pks: Sequence[int]) -> dict[int, Labels]:
             "ORDER BY x.session_pk, q.position, q.id, x.turn, x.status DESC, x.author",
             [*chunk, *chunk],
         ).fetchall()
+    comments: dict[int, list[LabelComment]] = defaultdict(list)
+    for start in range(0, len(pks), _CHUNK):
+        chunk = list(pks[start : start + _CHUNK])
+        for pk, turn, author, body, at in conn.execute(
+            "SELECT session_pk, turn, author, body, at FROM comments "
+            f"WHERE session_pk IN ({','.join('?' * len(chunk))}) ORDER BY session_pk, id",
+            chunk,
+        ):
+            comments[int(pk)].append(LabelComment(turn=turn, user=author, body=body, at=at))
+    out = {pk: Labels(comments=said) for pk, said in comments.items()}
     if not rows:
-        return {}
+        return out
     names = {int(r[2]): r[3] for r in rows}
     wanted = {(int(r[2]), int(r[8])) for r in rows}
     definitions = _definitions(conn, sorted(names), wanted)
@@ -70,11 +81,10 @@ def labels_of(conn: Conn, pks: Sequence[int]) -> dict[int, Labels]:
             value=json.loads(value), user=author, status=status, at=at, note=note,
         ))  # fmt: skip
         used[int(pk)].add((int(qid), int(version)))
-    out = {}
     for pk, labels in answers.items():
         asked = sorted(used[pk], key=lambda qv: (order[qv[0]], qv[1]))
         questions = [_carried_question(names[qid], version, definitions[qid, version]) for qid, version in asked]
-        out[pk] = Labels(questions=questions, answers=labels)
+        out[pk] = Labels(questions=questions, answers=labels, comments=comments.get(pk, []))
     return out
 
 
@@ -278,6 +288,20 @@ def _store_one(conn: Conn, dataset: _Dataset, pk: int, labels: Labels, stamp: st
         )
         if user_id not in submitted or submitted[user_id][1] < at:
             submitted[user_id] = (label.user, at)
+    for comment in labels.comments:
+        if comment.turn is not None and comment.turn >= n_turns:
+            problems.append(f"{comment.user!r}'s comment on turn {comment.turn}: the session has {n_turns} turns")
+            continue
+        at = comment.at or stamp
+        turn_is = "turn IS NULL" if comment.turn is None else "turn = ?"
+        same = [pk, *([] if comment.turn is None else [comment.turn]), comment.user, comment.body, at]
+        if conn.execute(f"SELECT 1 FROM comments WHERE session_pk = ? AND {turn_is} AND author = ? AND body = ? "
+                        "AND at = ?", same).fetchone() is None:  # fmt: skip
+            user_id = named_user(conn, comment.user, at, issuer=IMPORTED, made_by="import")
+            conn.execute(
+                "INSERT INTO comments (session_pk, turn, author, body, at, author_id) VALUES (?, ?, ?, ?, ?, ?)",
+                [pk, comment.turn, comment.user, comment.body, at, user_id],
+            )
     for user_id, (name, at) in submitted.items():
         conn.execute(
             "INSERT INTO submissions (session_pk, user_id, author, queue_id, at) VALUES (?, ?, ?, NULL, ?) "
