@@ -166,6 +166,7 @@ def test_a_turns_refused_save_is_said_where_it_was_clicked(server: Server, idp: 
     for page, words in ((ada, "Ada saw it"), (bob, "Bob saw it too")):
         turn = page.locator(".st-key-turn-2")
         turn.get_by_role("textbox", name="Observation").fill(words)
+        settle(page)  # (a rerun drawn while the click lands could swallow it on a loaded machine)
         turn.get_by_role("button", name="Save turn").click()
         settle(page)
     box = bob.locator(".st-key-conflict_box")
