@@ -8,7 +8,7 @@ the rows it deletes), sort indexes with SQLite's order of NULLs (first), and ful
 
 from __future__ import annotations
 
-from evalcore.store.migrations import LABELING_TABLES
+from evalcore.store.migrations import LABELING_TABLES, SESSION_PARTS_TABLES
 
 __all__ = ["MIGRATIONS"]
 
@@ -229,4 +229,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0004_sort_indexes", _SORT_INDEXES),  # (PostgreSQL only)
     ("0005_search_system_text", _SEARCH_SYSTEM_TEXT),  # as SQLite's 0013
     ("0006_labeling", list(LABELING_TABLES)),  # as SQLite's 0014
+    ("0007_session_parts", list(SESSION_PARTS_TABLES)),  # as SQLite's 0015
 ]
