@@ -350,7 +350,9 @@ class Sessions(Browsing, BulkChanges, Importing):
             stored = self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
-            session = stored.session.model_copy(deep=True)
+            # A copy to change: the fields a save sets are replaced whole, never changed in place, but for the list
+            # of turn truth (its entries replaced): copied, and nothing else (the conversation is shared, unchanged).
+            session = stored.session.model_copy(update={"turn_truth": list(stored.session.turn_truth)})
             edits: list[tuple[int | None, str, Any, Any]] = []
             for turn, changes in groups:
                 for name, value in changes.items():
@@ -480,7 +482,7 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
     """Set a field, validated by the model; returns the value as stored (JSON-able)."""
     try:
         if turn is None:
-            checked = Session.model_validate({**session.model_dump(), name: value})
+            checked = Session.model_validate({name: value})  # (no rule of the model spans two fields)
             setattr(session, name, getattr(checked, name))
             return _jsonable(getattr(session, name))
         n_user = sum(1 for m in session.messages if m.role == "user")
@@ -500,8 +502,12 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
 
 def _check(session: Session, *, before: Session) -> None:
     """Refuse a save that brings a new error; errors the session had before do not block it."""
-    had = {str(p) for p in validate_session(before) if p.level == "error"}
-    errors = [str(p) for p in validate_session(session) if p.level == "error" and str(p) not in had]
+    # A save never changes the conversation: its own checks (tool calls' order and links) find what they found.
+    conversation = session.messages is not before.messages
+    had = {str(p) for p in validate_session(before, conversation=conversation) if p.level == "error"}
+    errors = [
+        str(p) for p in validate_session(session, conversation=conversation) if p.level == "error" and str(p) not in had
+    ]
     if errors:
         raise UsageError("; ".join(errors))
 
