@@ -27,6 +27,7 @@ from evalcore.views.review.questions import QuestionForm, gold_table, gold_views
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
 from evalcore.views.review.transcript import page_transcript
 from evalcore.views.review.weights import explain_weights, format_number
+from evalcore.views.review.weights import typed_weights as weights_typed
 from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
 from pages import _shared
 from pages._transcript import render_items, render_turn
@@ -468,8 +469,7 @@ with tabs[2]:
 
 def typed_weights() -> list[float | None]:
     """Every turn's weight: as typed in its (shown) editor, else as saved."""
-    saved = base["weights"]
-    return [st.session_state.get(f"t-weight-{index}-{key}", saved[index]) for index in range(view.turn_count)]
+    return weights_typed(base["weights"], st.session_state.to_dict(), "t-weight-", f"-{key}")
 
 
 explained = explain_weights(typed_weights())

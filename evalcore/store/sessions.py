@@ -43,6 +43,7 @@ _SELECT = (
 )
 # The same columns with the session's JSON left out (its message count in its place).
 _SELECT_HEAD = _SELECT.replace("s.data,", "s.n_messages,", 1)
+_SELECT_ID = _SELECT.replace("s.data,", "s.session_id,", 1)  # (its session_id in its place)
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
 _INT64 = 2**63
 
@@ -232,6 +233,16 @@ class Sessions(Browsing, BulkChanges, Importing):
             pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits, bool(row[16])
         )
 
+    def _head(self, conn: Conn, pk: int) -> StoredSession:
+        """The session stored under ``pk`` as its columns say it, its JSON not read: a session of its id, status and
+        tags only (what a save of its status or tags needs)."""
+        if not -_INT64 <= pk < _INT64:
+            raise NotFoundError(f"no session #{pk}")
+        row = conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session #{pk}")
+        return self._stored(conn, row, session=Session(session_id=row[4]))
+
     def _edits(self, conn: Conn, pk: int) -> list[Edit]:
         rows = conn.execute(f"SELECT {_EDIT_COLUMNS} FROM edits WHERE session_pk = ? ORDER BY id", [pk]).fetchall()
         return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
@@ -345,9 +356,12 @@ class Sessions(Browsing, BulkChanges, Importing):
         swapped, say) are accepted; a problem the session already had does not block a save.
         """
         self._store.require("review", "change a session's ground truth or status")
+        # Status and tags alone (Approve & next): the session's JSON is not read, nor its search text written (it
+        # holds neither); its own columns say all a save checks.
+        light = all(turn is None and not changes.keys() - {"status", "tags"} for turn, changes in groups)
         with self._engine.write() as conn:
             author, author_id = self._store.author(conn)
-            stored = self._get(conn, pk)
+            stored = self._head(conn, pk) if light else self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
             # A copy to change: the fields a save sets are replaced whole, never changed in place, but for the list
@@ -366,9 +380,12 @@ class Sessions(Browsing, BulkChanges, Importing):
             _check(session, before=stored.session)
             version = base_version + 1
             stamp = now()
-            if not self._update_row(conn, pk, session, base_version, stamp, author, len(edits), [e[1] for e in edits]):
+            fields = [e[1] for e in edits]
+            if not self._update_row(
+                conn, pk, session, base_version, stamp, author, len(edits), fields, search=not light
+            ):
                 # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
-                raise self._conflict(conn, self._get(conn, pk), base_version)
+                raise self._conflict(conn, self._head(conn, pk), base_version)
             conn.executemany(
                 "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -409,12 +426,17 @@ class Sessions(Browsing, BulkChanges, Importing):
         author: str,
         n_edits: int,
         fields: list[str],
+        *,
+        search: bool = True,
     ) -> bool:
-        """Write the session's new version over ``base_version``; False when the row is at another version."""
+        """Write the session's new version over ``base_version``; False when the row is at another version.
+        ``search``: its search texts and ground-truth mark too (a change of status or tags alone leaves them)."""
         sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
-        sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
-        text, system = self._engine.search_documents(search_text(session), system_text(session))
-        args: list[Any] = [stamp, author, n_edits, text, system, int(session.has_ground_truth())]
+        args: list[Any] = [stamp, author, n_edits]
+        if search:
+            sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
+            text, system = self._engine.search_documents(search_text(session), system_text(session))
+            args += [text, system, int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
             args += [session.status, author, stamp]
