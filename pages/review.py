@@ -469,7 +469,7 @@ with tabs[2]:
 
 def typed_weights() -> list[float | None]:
     """Every turn's weight: as typed in its (shown) editor, else as saved."""
-    return weights_typed(base["weights"], st.session_state.to_dict(), "t-weight-", f"-{key}")
+    return weights_typed(base["weights"], view.turn_count, st.session_state.to_dict(), "t-weight-", f"-{key}")
 
 
 explained = explain_weights(typed_weights())

@@ -114,6 +114,9 @@ def test_typed_weights_lay_the_editors_over_the_saved() -> None:
     typed = {"t-weight-1-7-0": 0.1, "t-weight-2-7-0": None, "t-weight-3-8-0": 0.9, "t-weight-9-7-0": 0.3,
              "t-weight-x-7-0": 0.4, "t-gt-0-7-0": "text"}  # fmt: skip
     # Turn 1 typed, turn 2 cleared; another session's editor (8-0), a turn beyond the last and a stray key: left out.
-    assert typed_weights(saved, typed, "t-weight-", "-7-0") == [0.5, 0.1, None, None]
+    assert typed_weights(saved, 4, typed, "t-weight-", "-7-0") == [0.5, 0.1, None, None]
     assert saved == [0.5, None, 0.25, None]  # (not changed in place)
-    assert typed_weights([], typed, "t-weight-", "-7-0") == []
+    # Turns the saved weights do not reach (the conversation grew since the forms' version): not set; fewer: cut.
+    assert typed_weights(saved, 6, typed, "t-weight-", "-7-0") == [0.5, 0.1, None, None, None, None]
+    assert typed_weights(saved, 2, typed, "t-weight-", "-7-0") == [0.5, 0.1]
+    assert typed_weights([], 0, typed, "t-weight-", "-7-0") == []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dbutil import as_user, query
+from dbutil import as_user, execute, query
 from formats_util import write_jsonl
 from huge_session import LONG_EVERY, record, write
 
@@ -151,3 +151,15 @@ def test_the_index_goes_with_its_dataset_and_its_copy(store: Store, tmp_path: Pa
         assert copied.stored.session.messages == store.sessions.page(pk, 0, 4).stored.session.messages
     store.datasets.delete("d", confirm="d")
     assert query(store, "SELECT count(*) FROM session_parts") == [(0,)]
+
+
+def test_a_large_session_stored_before_the_index_is_read_whole(store: Store, tmp_path: Path) -> None:
+    """A session stored before migration 0015 (no index beside it) is read whole, as before, until re-imported."""
+    pk = _imported(store, tmp_path)
+    execute(store, "DELETE FROM session_parts WHERE session_pk = ?", [pk])
+    page = store.sessions.page(pk, 8, 4)
+    assert page.whole and page.stored.session == store.sessions.get(pk).session
+    path = write(tmp_path / "again.jsonl", "huge", N_MESSAGES + 8)
+    assert import_file(store, path, "d", workers=1).updated == 1
+    assert not store.sessions.page(pk, 8, 4).whole
+    _check(store, pk)

@@ -84,11 +84,14 @@ def _problem(weights: list[float | None]) -> str | None:
     return f"A weight must be a number >= 0: {'; '.join(bad)}."
 
 
-def typed_weights(saved: list[float | None], typed: Mapping[str, Any], prefix: str, suffix: str) -> list[float | None]:
-    """Every turn's weight: ``saved`` (one per turn), with what is typed in a turn's editor over it — ``typed`` holds
-    the editors' values, the one of turn ``i`` under ``f"{prefix}{i}{suffix}"`` (a cleared editor: ``None``). One
-    look at each editor there is, not one per turn: a session may have hundreds of thousands of turns."""
-    weights = list(saved)
+def typed_weights(
+    saved: list[float | None], n_turns: int, typed: Mapping[str, Any], prefix: str, suffix: str
+) -> list[float | None]:
+    """The weight of each of ``n_turns`` turns: ``saved`` (a turn it does not reach: not set), with what is typed in
+    a turn's editor over it — ``typed`` holds the editors' values, the one of turn ``i`` under
+    ``f"{prefix}{i}{suffix}"`` (a cleared editor: ``None``). One look at each editor there is, not one per turn: a
+    session may have hundreds of thousands of turns."""
+    weights = saved[:n_turns] + [None] * (n_turns - len(saved))
     for name, value in typed.items():
         if name.startswith(prefix) and name.endswith(suffix):
             index = name[len(prefix) : len(name) - len(suffix)]
