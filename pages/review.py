@@ -32,8 +32,9 @@ from evalcore.views.review.questions import (
     questions_view,
 )
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
-from evalcore.views.review.transcript import transcript
+from evalcore.views.review.transcript import page_transcript
 from evalcore.views.review.weights import explain_weights, format_number
+from evalcore.views.review.weights import typed_weights as weights_typed
 from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
 from pages import _shared
 from pages._transcript import render_items, render_turn
@@ -71,18 +72,40 @@ except NotFoundError as exc:  # it quotes the link's session: shown as text (a l
     st.page_link(_shared.PAGES["sessions"], label="Pick a session", icon=":material/table_rows:")
     st.stop()
 
-stored = store.sessions.get(pk)
-session = stored.session
+# The page of turns shown (a link's ``turn=N`` opens the page of that turn, once): what is read of the session.
+# A large session is read a page at a time (``Sessions.page``); a small one whole, as it always was.
+page_key = f"turn_page-{pk}"
+wanted = st.query_params.get("turn")
+linked_page = None
+if wanted is not None and wanted.isdigit() and st.session_state.get("turn_deeplink") != (pk, wanted):
+    st.session_state["turn_deeplink"] = (pk, wanted)
+    linked_page = max(1, (int(wanted) - 1) // TURNS_PER_PAGE + 1)
+    st.session_state["turn_scroll"] = int(wanted) - 1  # the link's turn is scrolled to once it is drawn
+asked_page = max(1, linked_page or int(st.session_state.get(page_key, 1)))
+read = store.sessions.page(pk, (asked_page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
+pages = max(1, -(-read.n_turns // TURNS_PER_PAGE))
+page = min(pages, asked_page)
+if linked_page is not None:
+    st.session_state[page_key] = page
+if page != asked_page and not read.whole:
+    read = store.sessions.page(pk, (page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
+stored = read.stored
+session = stored.session  # (a large session's: its own fields, and the messages of the page)
 
 # What this reviewer's forms are based on: the version they first saw, until they save, take another
 # reviewer's changes, or leave. A newer version in the store is announced, never silently loaded into
-# a form that holds typing.
+# a form that holds typing. (Of a large session, a page of turns first shown later is based on the version read
+# then: saving it over a newer one than the forms' asks, as any save does.)
 bases: dict[int, dict[str, Any]] = st.session_state.setdefault("review_base", {})
 if st.session_state.get("review_pk") != pk:
     bases.clear()
     st.session_state.pop("review_conflict", None)  # another session's: never re-applied to this one
     st.session_state["review_pk"] = pk
-base = bases.setdefault(pk, {"version": stored.version, "session": session, "epoch": 0})
+base = bases.setdefault(
+    pk, {"version": stored.version, "session": session, "truth": {}, "weights": read.weights, "epoch": 0}
+)
+for turn_index, turn_truth in read.truth.items():
+    base["truth"].setdefault(turn_index, turn_truth)
 key = f"{pk}-{base['epoch']}"
 
 
@@ -119,8 +142,9 @@ opened_with: set[tuple[str, int | None]] = st.session_state.setdefault("drafts_o
 
 def rebase(*, reset: bool) -> None:
     """Base the forms on the store's current version (``reset``: drop what is typed in them too)."""
-    fresh = store.sessions.get(pk)
-    base.update(version=fresh.version, session=fresh.session)
+    fresh = store.sessions.page(pk, read.first_turn, TURNS_PER_PAGE)
+    base.update(version=fresh.stored.version, session=fresh.stored.session, truth=dict(fresh.truth),
+                weights=fresh.weights)  # fmt: skip
     if reset:
         base["epoch"] += 1
         forget_drafts(None)  # what was typed is dropped: its drafts too
@@ -156,7 +180,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
 
 def go_to(target: int | None) -> None:
     if target is not None:
-        st.query_params["session"] = store.sessions.get(target).link
+        st.query_params["session"] = store.sessions.links([target])[target]
         st.query_params.pop("turn", None)
 
 
@@ -171,7 +195,7 @@ def problems_text(problems: list[FieldProblem]) -> str:
 
 # -- header: who, where, status, navigation ---------------------------------------------------------
 nb = store.sessions.neighbours(dataset, pk, state["filters"], sort=state["sort"], descending=state["descending"])
-view = transcript(session)
+view = page_transcript(read)
 place = f"{nb.index + 1:,} of {nb.total:,}" if nb.index is not None else f"outside the filter ({nb.total:,})"
 title, moves = st.columns([5, 3], vertical_alignment="bottom")
 title.markdown(f"### {literal_markdown(session_label(stored.link))}")
@@ -406,8 +430,9 @@ with tabs[1]:
         values = form_values(edited)
         seeds = st.session_state.setdefault("calls_seed", {})
         if st.button("Copy tool calls from the conversation", key=f"copy_calls-{key}", icon=":material/content_copy:",
-                     disabled=not session.tool_calls()):  # fmt: skip
-            seeds[key] = calls_from_conversation(session)
+                     disabled=not view.n_tool_calls):  # fmt: skip
+            # (a large session's calls are the whole conversation's: read whole, when asked)
+            seeds[key] = calls_from_conversation(session if read.whole else store.sessions.get(pk).session)
         with st.form(f"calls-{key}", border=False):
             calls = seeds.get(key, values["reference_tool_calls"])
             tables: dict[str, Any] = {
@@ -451,11 +476,7 @@ with tabs[2]:
 
 def typed_weights() -> list[float | None]:
     """Every turn's weight: as typed in its (shown) editor, else as saved."""
-    weights: list[float | None] = []
-    for turn in view.turns:
-        saved = edited.turn_truth[turn.index].weight if turn.index < len(edited.turn_truth) else None
-        weights.append(st.session_state.get(f"t-weight-{turn.index}-{key}", saved))
-    return weights
+    return weights_typed(base["weights"], view.turn_count, st.session_state.to_dict(), "t-weight-", f"-{key}")
 
 
 explained = explain_weights(typed_weights())
@@ -610,7 +631,10 @@ with tabs[4]:
 
 with tabs[5]:
     if tabs[5].open:
-        answer, reference = session.final_answer(), session.reference_answer()
+        # (a large session without a reference answer of its own: its last turn's, read whole when asked)
+        answer = read.final_answer
+        reference = (session if read.whole or session.reference is not None
+                     else store.sessions.get(pk).session).reference_answer()  # fmt: skip
         if not answer or not reference:
             st.info("The diff needs both a final answer and a reference answer.")
         else:
@@ -673,14 +697,6 @@ with tabs[7]:
                     st.rerun()
 
 # -- the transcript, a page of turns at a time, each turn with its ground truth under it ------------------
-pages = view.page_count(TURNS_PER_PAGE)
-wanted = st.query_params.get("turn")
-page_key = f"turn_page-{pk}"
-if wanted is not None and wanted.isdigit() and st.session_state.get("turn_deeplink") != (pk, wanted):
-    st.session_state["turn_deeplink"] = (pk, wanted)
-    st.session_state[page_key] = min(pages, max(1, (int(wanted) - 1) // TURNS_PER_PAGE + 1))
-    st.session_state["turn_scroll"] = int(wanted) - 1  # the link's turn is scrolled to once it is drawn
-page = min(pages, int(st.session_state.get(page_key, 1)))
 
 
 def turn_page(delta: int) -> None:
@@ -714,7 +730,7 @@ with talk_column:
         st.info("This session has no user message, so no turns to annotate.")
 
     for turn in shown:
-        truth = edited.turn_truth[turn.index] if turn.index < len(edited.turn_truth) else turn.truth
+        truth = base["truth"].get(turn.index, turn.truth)
         values = turn_form_values(truth)
         values.update(drafts.fresh(turn.index))
         weight_key = f"t-weight-{turn.index}-{key}"

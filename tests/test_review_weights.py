@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from evalcore.schema import resolve_weights
 from evalcore.views.review import explain_weights, format_number
+from evalcore.views.review.weights import typed_weights
 
 CASES = [
     ([None, None, None, None], "none_set", "No weights set: each of the 4 turns weighs 1/4 (0.25)."),
@@ -106,3 +107,16 @@ def test_effective_weights_are_resolve_weights(weights: list[float | None]) -> N
     assert explained.sentence.endswith(".")
     if weights and explained.kind != "invalid":
         assert math.fsum(explained.effective) == pytest.approx(1.0)
+
+
+def test_typed_weights_lay_the_editors_over_the_saved() -> None:
+    saved: list[float | None] = [0.5, None, 0.25, None]
+    typed = {"t-weight-1-7-0": 0.1, "t-weight-2-7-0": None, "t-weight-3-8-0": 0.9, "t-weight-9-7-0": 0.3,
+             "t-weight-x-7-0": 0.4, "t-gt-0-7-0": "text"}  # fmt: skip
+    # Turn 1 typed, turn 2 cleared; another session's editor (8-0), a turn beyond the last and a stray key: left out.
+    assert typed_weights(saved, 4, typed, "t-weight-", "-7-0") == [0.5, 0.1, None, None]
+    assert saved == [0.5, None, 0.25, None]  # (not changed in place)
+    # Turns the saved weights do not reach (the conversation grew since the forms' version): not set; fewer: cut.
+    assert typed_weights(saved, 6, typed, "t-weight-", "-7-0") == [0.5, 0.1, None, None, None, None]
+    assert typed_weights(saved, 2, typed, "t-weight-", "-7-0") == [0.5, 0.1]
+    assert typed_weights([], 0, typed, "t-weight-", "-7-0") == []

@@ -45,20 +45,22 @@ class Problem:
         return text if self.level == "error" else f"warning: {text}"
 
 
-def validate_session(session: Session, *, shallow: bool = False) -> list[Problem]:
+def validate_session(session: Session, *, shallow: bool = False, conversation: bool = True) -> list[Problem]:
     """Return every problem with ``session`` (an empty list when it is sound).
 
     This is the one set of checks of every path: ``validate``, ``convert`` and ``import`` read
     files through it, and the store checks reviewers' saves with it, so a session one accepts,
     the others accept too (see ``check_storable``). ``shallow`` says the caller knows the session
     cannot nest deeper than ``SHALLOW`` (the file reader knows it from the text it read), so its
-    nesting need not be measured.
+    nesting need not be measured. ``conversation=False`` leaves out the checks of the conversation alone (the
+    order and links of tool calls and results): for a caller comparing two states of one conversation.
     """
     problems = [] if shallow else check_storable(session)
     if not session.messages:  # read from any format: nothing to review or score, never silently
         problems.append(Problem("warning", "messages", "no messages: an empty conversation"))
-    problems += _check_tool_order(session)
-    problems += _check_tool_links(session)
+    if conversation:
+        problems += _check_tool_order(session)
+        problems += _check_tool_links(session)
     problems += _check_turns(session)
     # A reference answer and expected facts may both be set: the formats that hold only one (databricks)
     # write the facts and count the reference as dropped (``Format.kept_truth``, ``evalcore.convert``).

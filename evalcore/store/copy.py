@@ -50,6 +50,7 @@ TABLES: tuple[_Table, ...] = (
         "updated_at updated_by has_truth",
     ),
     _table("session_tags", "session_pk tag", "session_pk tag"),
+    _table("session_parts", "session_pk part", "session_pk part turn_lo turn_hi data truth"),
     _table("edits", "id", "id session_pk turn field old new author at reason version author_id"),
     _table("comments", "id", "id session_pk turn author body at author_id"),
     _table("verdicts", "id", "id session_pk author name value at author_id"),

@@ -177,7 +177,17 @@ class Datasets:
             for table in ("queue_items", "queue_leases", "queue_skips", "queue_members"):
                 conn.execute(f"DELETE FROM {table} WHERE queue_id IN ({queues})", [dataset_id])
             conn.execute("DELETE FROM queues WHERE dataset_id = ?", [dataset_id])
-            for table in ("edits", "comments", "verdicts", "session_tags", "answers", "submissions", "gold", "drafts"):
+            for table in (
+                "edits",
+                "comments",
+                "verdicts",
+                "session_tags",
+                "answers",
+                "submissions",
+                "gold",
+                "drafts",
+                "session_parts",
+            ):
                 conn.execute(f"DELETE FROM {table} WHERE session_pk IN ({mine})", [dataset_id])
             conn.execute(
                 "DELETE FROM question_versions WHERE question_id IN (SELECT id FROM questions WHERE dataset_id = ?)",

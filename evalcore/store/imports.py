@@ -120,6 +120,11 @@ class Importing:
                         tagged,
                     )
             pks = {key: found[0] for key, found in existing.items()}
+            paged = [r for r in inserts if r.parts]
+            if paged:  # a large session's page index, beside it
+                pks.update(self._pks(conn, dataset_id, [r.key for r in paged]))
+                for row in paged:
+                    _write_parts(conn, pks[row.key], row)
             scored = [r for r in batch if r.outcomes]
             labelled = [r for r in batch if r.labels]
             missing = [r.key for r in (*scored, *labelled) if r.key not in pks]
@@ -160,6 +165,8 @@ class Importing:
             "VALUES (?, NULL, 'conversation', NULL, NULL, ?, ?, ?, ?, ?)",
             [pk, f"import:{source}", stamp, f"re-imported from {source} line {row.line}", version, author_id],
         )
+        conn.execute("DELETE FROM session_parts WHERE session_pk = ?", [pk])
+        _write_parts(conn, pk, row)
         # The text search sees the new conversation with the reviewers' ground truth laid over it.
         effective = self._get(conn, pk)
         text, system = self._engine.search_documents(search_text(effective.session), system_text(effective.session))
@@ -167,6 +174,16 @@ class Importing:
             "UPDATE sessions SET search_text = ?, system_text = ?, has_truth = ? WHERE id = ?",
             [text, system, int(effective.session.has_ground_truth()), pk],
         )
+
+
+def _write_parts(conn: Conn, pk: int, row: Row) -> None:
+    """Store the row's page index (``evalcore.store.parts``; none for a small session) under session ``pk``."""
+    if not row.parts:
+        return
+    conn.executemany(
+        "INSERT INTO session_parts (session_pk, part, turn_lo, turn_hi, data, truth) VALUES (?, ?, ?, ?, ?, ?)",
+        [(pk, number, *part) for number, part in enumerate(row.parts)],
+    )
 
 
 def _why(exc: DatabaseFaultError) -> str:

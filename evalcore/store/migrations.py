@@ -499,6 +499,28 @@ def verdicts_answers(db: Database) -> None:
         db.execute("INSERT INTO meta (key, value) VALUES (?, 'pending') ON CONFLICT (key) DO NOTHING", [VERDICTS_ADOPT])
 
 
+@_migration("0016_session_parts")
+def session_parts(db: Database) -> None:
+    """A large session's page index (``evalcore.store.parts``): what Review reads of it, a page of turns at a time.
+    Sessions stored before are read whole, as before (a re-import of their file writes their index)."""
+    for statement in SESSION_PARTS_TABLES:
+        db.execute(statement)
+
+
+#: The table of ``0016_session_parts``, as PostgreSQL's ``0008_session_parts`` says it.
+SESSION_PARTS_TABLES: tuple[str, ...] = (
+    """CREATE TABLE session_parts (
+        session_pk BIGINT NOT NULL REFERENCES sessions(id),
+        part BIGINT NOT NULL,
+        turn_lo BIGINT NOT NULL,
+        turn_hi BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        truth TEXT NOT NULL,
+        PRIMARY KEY (session_pk, part)
+    )""",
+)
+
+
 #: The tables of ``0014_labeling``, as PostgreSQL's ``0006_labeling`` says them (SQLite takes ``INTEGER PRIMARY KEY``
 #: for the identity columns; every other type means the same to both).
 LABELING_TABLES: tuple[str, ...] = (

@@ -8,7 +8,7 @@ the rows it deletes), sort indexes with SQLite's order of NULLs (first), and ful
 
 from __future__ import annotations
 
-from evalcore.store.migrations import LABELING_TABLES
+from evalcore.store.migrations import LABELING_TABLES, SESSION_PARTS_TABLES
 
 __all__ = ["MIGRATIONS"]
 
@@ -236,4 +236,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ON CONFLICT (key) DO NOTHING",
         ],
     ),  # fmt: skip
+    ("0008_session_parts", list(SESSION_PARTS_TABLES)),  # as SQLite's 0016
 ]

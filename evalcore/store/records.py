@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 
 from evalcore.errors import UsageError
 from evalcore.identity import link_of, ref_of
-from evalcore.schema import TRUTH_FIELDS, Session
+from evalcore.schema import TRUTH_FIELDS, Session, TurnTruth
 
 __all__ = [
     "RUN_STATUSES",
@@ -17,6 +17,7 @@ __all__ = [
     "Dataset",
     "Edit",
     "RunStatus",
+    "SessionPage",
     "SessionSummary",
     "StoredSession",
     "now",
@@ -105,6 +106,28 @@ class StoredSession:
     def link(self) -> str:
         """The session's id in a link (``evalcore.identity.link_of``): unique in its dataset."""
         return link_of(self.key, self.session.session_id, self.shared)
+
+
+@dataclass
+class SessionPage:
+    """What Review reads of a session: a page of its turns (``Sessions.page``).
+
+    ``stored.session`` holds the session's own fields and ground truth (reviewers' edits laid over them) and, of
+    its conversation, only the messages of the page: before the first turn (on the first page) and of turns
+    ``first_turn`` to ``first_turn + len(truth)``, with their ground truth (``turn_truth[0]`` is turn
+    ``first_turn``'s). A small session (``whole``) is read whole: every message and turn, ``first_turn`` 0.
+    The counts and ``weights`` (every turn's, as edited) are the whole session's.
+    """
+
+    stored: StoredSession
+    first_turn: int
+    n_turns: int
+    n_messages: int
+    n_tool_calls: int
+    truth: dict[int, TurnTruth]  # the ground truth of each turn read (its index in the session)
+    weights: list[float | None]  # every turn's weight (None: not set)
+    final_answer: str | None
+    whole: bool
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from typing import Any
 
 from evalcore.identity import identity_key
 from evalcore.schema import Message, Session, block_text
+from evalcore.store.parts import Part, parts_of
 
 __all__ = ["ROW_COLUMNS", "Row", "message_texts", "outcomes", "row_for", "search_text", "session_key", "system_text"]
 
@@ -80,6 +81,7 @@ class Row:
     has_truth: int
     tag_list: tuple[str, ...]  # the tags, one a row of session_tags
     outcomes: tuple[tuple[str, float], ...] = ()  # the scores that came with the data (``outcomes``)
+    parts: tuple[Part, ...] = ()  # a large session's page index (``evalcore.store.parts``)
     labels: str | None = None  # the answers and gold that came with the data (``Session.labels``), as JSON
 
     def values(self) -> tuple[Any, ...]:
@@ -92,7 +94,7 @@ class Row:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled by position: half the bytes and time of the default (a dict of field names per row).
-        return Row, (*self.values(), self.tag_list, self.outcomes, self.labels)
+        return Row, (*self.values(), self.tag_list, self.outcomes, self.parts, self.labels)
 
 
 def outcomes(scores: dict[str, Any]) -> tuple[tuple[str, float], ...]:
@@ -138,6 +140,6 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         len(session.tool_calls()), p.source if p else None, p.format if p else None, p.position if p else None,
         p.line if p else None, data, content_hash, search_text(session, texts), system_text(session, texts),
         int(session.has_ground_truth()),
-        tuple(session.tags), outcomes(session.scores) if session.scores else (),
+        tuple(session.tags), outcomes(session.scores) if session.scores else (), parts_of(session),
         session.labels.model_dump_json(exclude_defaults=True) if session.labels is not None else None,
     )  # fmt: skip

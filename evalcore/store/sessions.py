@@ -24,8 +24,9 @@ from evalcore.store.engine import Conn
 from evalcore.store.imports import Importing
 from evalcore.store.jsontext import loads
 from evalcore.store.migrations import SEARCH_REINDEX
+from evalcore.store.parts import PAGED_MESSAGES, page_messages, read_facts
 from evalcore.store.queries import Browsing
-from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, StoredSession, now
+from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, SessionPage, StoredSession, now
 from evalcore.store.rows import search_text, system_text
 
 if TYPE_CHECKING:
@@ -40,6 +41,9 @@ _SELECT = (
     "AND o.session_id = s.session_id AND o.id != s.id) "
     "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
 )
+# The same columns with the session's JSON left out (its message count in its place).
+_SELECT_HEAD = _SELECT.replace("s.data,", "s.n_messages,", 1)
+_SELECT_ID = _SELECT.replace("s.data,", "s.session_id,", 1)  # (its session_id in its place)
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
 _INT64 = 2**63
 
@@ -65,6 +69,64 @@ class Sessions(Browsing, BulkChanges, Importing):
         if row is None:
             raise NotFoundError(f"no session #{pk}")
         return self._stored(conn, row)
+
+    def page(self, pk: int, first_turn: int, count: int) -> SessionPage:
+        """What Review shows of the session stored under ``pk``: its own fields, and turns ``first_turn`` to
+        ``first_turn + count`` with their messages and ground truth (``SessionPage``), reviewers' edits applied.
+        A large session (one with a page index, ``evalcore.store.parts``) is read a page at a time, never whole;
+        a small one (or one stored before the index existed) is read whole."""
+        with self._engine.read() as conn:
+            if not -_INT64 <= pk < _INT64:
+                raise NotFoundError(f"no session #{pk}")
+            row = conn.execute(f"{_SELECT_HEAD} WHERE s.id = ?", [pk]).fetchone()
+            if row is None:
+                raise NotFoundError(f"no session #{pk}")
+            header = None
+            if row[4] > PAGED_MESSAGES:
+                header = conn.execute(
+                    "SELECT data, truth FROM session_parts WHERE session_pk = ? AND part = 0", [pk]
+                ).fetchone()
+            if header is None:
+                return _whole_page(self._stored(conn, (*row[:4], _data(conn, pk), *row[5:])))
+            facts = read_facts(header[1])
+            first_turn = max(0, min(first_turn, facts.turns))
+            end = min(first_turn + max(count, 0), facts.turns)
+            parts = conn.execute(
+                "SELECT turn_lo, data, truth FROM session_parts WHERE session_pk = ? AND part BETWEEN 1 AND ? "
+                "AND turn_hi >= ? AND turn_lo < ? ORDER BY part",
+                [pk, facts.parts, first_turn if first_turn else -1, end],
+            ).fetchall()
+            edits = self._last_edits(conn, pk, turns=(first_turn, end))
+        read = [(turn_lo, loads(data)) for turn_lo, data, _truth in parts]
+        messages, _turns = page_messages(read, first_turn, end - first_turn)
+        file_truth: dict[int, Any] = {}
+        for *_rest, truth in parts:
+            file_truth.update((int(t), value) for t, value in json.loads(truth).items())
+        truth = {t: TurnTruth.model_validate(file_truth.get(t, {})) for t in range(first_turn, end)}
+        weights = list(facts.weights) or [None] * facts.turns
+        for edit in edits:
+            if edit.turn is None or edit.field in ("conversation", "status", "tags"):
+                continue
+            if edit.field == "weight" and edit.turn < facts.turns:
+                weights[edit.turn] = edit.new
+            if edit.turn in truth:
+                truth[edit.turn] = TurnTruth.model_validate({**truth[edit.turn].model_dump(), edit.field: edit.new})
+        session = Session.model_validate(loads(header[0]))
+        session = _apply(session, [e for e in edits if e.turn is None])
+        session.messages = messages
+        session.turn_truth = [truth[t] for t in range(first_turn, end)]
+        stored = self._stored(conn, row, session=session)
+        return SessionPage(
+            stored,
+            first_turn,
+            facts.turns,
+            facts.messages,
+            facts.tool_calls,
+            truth,
+            weights,
+            facts.final_answer,
+            whole=False,
+        )
 
     def reindex_search(self, *, only_if_pending: bool = True) -> int:
         """Compute every session's search texts anew, as a save computes them (the reviewers' edits laid over the
@@ -156,38 +218,59 @@ class Sessions(Browsing, BulkChanges, Importing):
                 found.update((pk, link_of(key, session_id, bool(shared))) for pk, key, session_id, shared in rows)
         return found
 
-    def _stored(self, conn: Conn, row: tuple[Any, ...]) -> StoredSession:
+    def _stored(self, conn: Conn, row: tuple[Any, ...], *, session: Session | None = None) -> StoredSession:
+        """The stored session of ``row`` (``_SELECT``); given ``session`` (a page's, edits applied), that one."""
         pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row[:12]
-        session = Session.model_validate(loads(data))  # orjson, or the stdlib for NaN / big integers
+        if session is None:
+            session = Session.model_validate(loads(data))  # orjson, or the stdlib for NaN / big integers
+            if n_edits:
+                session = _apply(session, self._last_edits(conn, pk))
         source, fmt, position, line = row[12:16]
         session.provenance = Provenance.model_construct(source=source, format=fmt, position=position, line=line)
-        if n_edits:
-            session = _apply(session, self._last_edits(conn, pk))
         session.status = status
         session.tags = json.loads(tags)
         return StoredSession(
             pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits, bool(row[16])
         )
 
+    def _head(self, conn: Conn, pk: int) -> StoredSession:
+        """The session stored under ``pk`` as its columns say it, its JSON not read: a session of its id, status and
+        tags only (what a save of its status or tags needs)."""
+        if not -_INT64 <= pk < _INT64:
+            raise NotFoundError(f"no session #{pk}")
+        row = conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session #{pk}")
+        return self._stored(conn, row, session=Session(session_id=row[4]))
+
     def _edits(self, conn: Conn, pk: int) -> list[Edit]:
         rows = conn.execute(f"SELECT {_EDIT_COLUMNS} FROM edits WHERE session_pk = ? ORDER BY id", [pk]).fetchall()
         return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
 
-    def _last_edits(self, conn: Conn, pk: int) -> list[Edit]:
+    def _last_edits(self, conn: Conn, pk: int, *, turns: tuple[int, int] | None = None) -> list[Edit]:
         """The newest edit of each field (of the session, and of each turn), oldest first: each edit sets its field
         whole, so these alone lay the reviewers' ground truth over the file's (a session edited 2,000 times reads
-        its few fields, not its 2,000 edits)."""
+        its few fields, not its 2,000 edits). With ``turns`` (``(first, end)``): only the session's own fields,
+        the fields of those turns, and every turn's weight."""
+        only, args = "", [pk]
+        if turns is not None:
+            only = " AND (turn IS NULL OR (turn >= ? AND turn < ?) OR field = 'weight')"
+            args += list(turns)
         rows = conn.execute(
-            f"SELECT {_EDIT_COLUMNS} FROM edits WHERE id IN (SELECT max(id) FROM edits WHERE session_pk = ? "
+            f"SELECT {_EDIT_COLUMNS} FROM edits WHERE id IN (SELECT max(id) FROM edits WHERE session_pk = ?{only} "
             "GROUP BY turn, field) ORDER BY id",
-            [pk],
+            args,
         ).fetchall()
         return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
 
     def history(self, pk: int) -> list[Edit]:
         """Every edit of the session, oldest first."""
         with self._engine.read() as conn:
-            self._get(conn, pk)  # raises when missing
+            if (
+                not -_INT64 <= pk < _INT64
+                or conn.execute("SELECT 1 FROM sessions WHERE id = ?", [pk]).fetchone() is None
+            ):
+                raise NotFoundError(f"no session #{pk}")
             return self._edits(conn, pk)
 
     def state_at(self, pk: int, edit_id: int) -> Session:
@@ -273,12 +356,17 @@ class Sessions(Browsing, BulkChanges, Importing):
         swapped, say) are accepted; a problem the session already had does not block a save.
         """
         self._store.require("review", "change a session's ground truth or status")
+        # Status and tags alone (Approve & next): the session's JSON is not read, nor its search text written (it
+        # holds neither); its own columns say all a save checks.
+        light = all(turn is None and not changes.keys() - {"status", "tags"} for turn, changes in groups)
         with self._engine.write() as conn:
             author, author_id = self._store.author(conn)
-            stored = self._get(conn, pk)
+            stored = self._head(conn, pk) if light else self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
-            session = stored.session.model_copy(deep=True)
+            # A copy to change: the fields a save sets are replaced whole, never changed in place, but for the list
+            # of turn truth (its entries replaced): copied, and nothing else (the conversation is shared, unchanged).
+            session = stored.session.model_copy(update={"turn_truth": list(stored.session.turn_truth)})
             edits: list[tuple[int | None, str, Any, Any]] = []
             for turn, changes in groups:
                 for name, value in changes.items():
@@ -292,9 +380,12 @@ class Sessions(Browsing, BulkChanges, Importing):
             _check(session, before=stored.session)
             version = base_version + 1
             stamp = now()
-            if not self._update_row(conn, pk, session, base_version, stamp, author, len(edits), [e[1] for e in edits]):
+            fields = [e[1] for e in edits]
+            if not self._update_row(
+                conn, pk, session, base_version, stamp, author, len(edits), fields, search=not light
+            ):
                 # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
-                raise self._conflict(conn, self._get(conn, pk), base_version)
+                raise self._conflict(conn, self._head(conn, pk), base_version)
             conn.executemany(
                 "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -335,12 +426,17 @@ class Sessions(Browsing, BulkChanges, Importing):
         author: str,
         n_edits: int,
         fields: list[str],
+        *,
+        search: bool = True,
     ) -> bool:
-        """Write the session's new version over ``base_version``; False when the row is at another version."""
+        """Write the session's new version over ``base_version``; False when the row is at another version.
+        ``search``: its search texts and ground-truth mark too (a change of status or tags alone leaves them)."""
         sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
-        sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
-        text, system = self._engine.search_documents(search_text(session), system_text(session))
-        args: list[Any] = [stamp, author, n_edits, text, system, int(session.has_ground_truth())]
+        args: list[Any] = [stamp, author, n_edits]
+        if search:
+            sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
+            text, system = self._engine.search_documents(search_text(session), system_text(session))
+            args += [text, system, int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
             args += [session.status, author, stamp]
@@ -357,6 +453,29 @@ class Sessions(Browsing, BulkChanges, Importing):
                 [(pk, t) for t in session.tags],
             )
         return bool(changed)
+
+
+def _data(conn: Conn, pk: int) -> str:
+    return str(conn.execute("SELECT data FROM sessions WHERE id = ?", [pk]).fetchone()[0])
+
+
+def _whole_page(stored: StoredSession) -> SessionPage:
+    """A small session's page: the whole of it."""
+    session = stored.session
+    n_turns = session.n_turns()
+    truth = {t: session.turn_truth[t] if t < len(session.turn_truth) else TurnTruth() for t in range(n_turns)}
+    weights = [truth[t].weight for t in range(n_turns)]
+    return SessionPage(
+        stored,
+        0,
+        n_turns,
+        len(session.messages),
+        len(session.tool_calls()),
+        truth,
+        weights,
+        session.final_answer(),
+        whole=True,
+    )
 
 
 def _loads(text: str | None) -> Any:
@@ -385,7 +504,7 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
     """Set a field, validated by the model; returns the value as stored (JSON-able)."""
     try:
         if turn is None:
-            checked = Session.model_validate({**session.model_dump(), name: value})
+            checked = Session.model_validate({name: value})  # (no rule of the model spans two fields)
             setattr(session, name, getattr(checked, name))
             return _jsonable(getattr(session, name))
         n_user = sum(1 for m in session.messages if m.role == "user")
@@ -405,8 +524,12 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
 
 def _check(session: Session, *, before: Session) -> None:
     """Refuse a save that brings a new error; errors the session had before do not block it."""
-    had = {str(p) for p in validate_session(before) if p.level == "error"}
-    errors = [str(p) for p in validate_session(session) if p.level == "error" and str(p) not in had]
+    # A save never changes the conversation: its own checks (tool calls' order and links) find what they found.
+    conversation = session.messages is not before.messages
+    had = {str(p) for p in validate_session(before, conversation=conversation) if p.level == "error"}
+    errors = [
+        str(p) for p in validate_session(session, conversation=conversation) if p.level == "error" and str(p) not in had
+    ]
     if errors:
         raise UsageError("; ".join(errors))
 

@@ -61,11 +61,20 @@ class WeightRow:
 
 
 def weight_rows(view: TranscriptView, typed: list[float | None], explained: WeightsExplanation) -> list[WeightRow]:
-    """One row per turn: its weight as typed, its effective weight, and its question."""
-    return [
-        WeightRow(turn.index + 1, format_number(weight) if weight is not None else "", effective, turn.query[:100])
-        for turn, weight, effective in zip(view.turns, typed, explained.effective, strict=True)
-    ]
+    """One row per turn of ``view`` (a page's view: of the page): its weight as typed, its effective weight, and
+    its question. ``typed`` and ``explained`` are of every turn of the session."""
+    rows = []
+    for turn in view.turns:
+        weight = typed[turn.index]
+        rows.append(
+            WeightRow(
+                turn.index + 1,
+                format_number(weight) if weight is not None else "",
+                explained.effective[turn.index],
+                turn.query[:100],
+            )
+        )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ The page then only renders.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import orjson
@@ -20,6 +20,7 @@ import orjson
 from evalcore.formats._blocks import TEXT_TYPES, image_url_of, media_of
 from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, tool_links
 from evalcore.schema.session import Unlinked
+from evalcore.store.records import SessionPage
 from evalcore.views.text import code_span, visible
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "TurnView",
     "attachments",
     "is_long",
+    "page_transcript",
     "pretty_json",
     "run_error",
     "transcript",
@@ -198,10 +200,12 @@ class TurnView:
 
 @dataclass(frozen=True)
 class TranscriptView:
-    """A whole session laid out for reading.
+    """A whole session laid out for reading, or a page of its turns (``page_transcript``).
 
     ``preamble`` is what came before the first user message (system prompt, a greeting, ...),
     laid out like a turn's items. ``n_missing_results`` counts the calls no tool message answered.
+    A page's view holds the turns of the page only (``turns[0]`` is turn ``first_turn``), and the session's
+    number of turns as ``total_turns``; its counts of calls and messages are the session's.
     """
 
     preamble: list[Item]
@@ -213,11 +217,13 @@ class TranscriptView:
     extra_truth: list[TurnTruth] = field(default_factory=list)
     #: The failure the source recorded for the run (a trace's failed span): ``ConnectionError: ... (in span f)``.
     error: str | None = None
+    first_turn: int = 0
+    total_turns: int | None = None
 
     @property
     def turn_count(self) -> int:
-        """The number of turns."""
-        return len(self.turns)
+        """The number of turns (of the session, for a page's view)."""
+        return len(self.turns) if self.total_turns is None else self.total_turns
 
     @property
     def calls_lack_results(self) -> bool:
@@ -229,13 +235,15 @@ class TranscriptView:
         if size <= 0:
             return []
         start = max(0, start)
+        if self.total_turns is not None:  # a page's view: the turns of it that are there
+            return [turn for turn in self.turns if start <= turn.index < start + size]
         return self.turns[start : start + size]
 
     def page_count(self, size: int) -> int:
         """How many pages of ``size`` turns the session fills (at least 1)."""
         if size <= 0:
             return 1
-        return max(1, -(-len(self.turns) // size))
+        return max(1, -(-self.turn_count // size))
 
 
 def turn_count(session: Session) -> int:
@@ -371,6 +379,26 @@ def transcript(session: Session) -> TranscriptView:
         n_messages=len(session.messages),
         extra_truth=list(session.turn_truth[len(turns) :]),
         error=run_error(session),
+    )
+
+
+def page_transcript(page: SessionPage) -> TranscriptView:
+    """What Review reads of a session (``Sessions.page``) laid out for reading: a small session's whole view
+    (``transcript``), else the view of its page of turns, numbered as in the session, with the session's counts.
+
+    A large session's tool results are paired with the calls of the page (by id, else in order): a result
+    in another page of turns than its call is shown as one no call claims."""
+    view = transcript(page.stored.session)
+    if page.whole:
+        return view
+    return replace(
+        view,
+        turns=[replace(turn, index=turn.index + page.first_turn) for turn in view.turns],
+        n_tool_calls=page.n_tool_calls,
+        n_messages=page.n_messages,
+        extra_truth=[],
+        first_turn=page.first_turn,
+        total_turns=page.n_turns,
     )
 
 

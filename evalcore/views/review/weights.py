@@ -13,12 +13,13 @@ the numbers scored):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from evalcore.schema import resolve_weights
 
-__all__ = ["WeightKind", "WeightsExplanation", "explain_weights", "format_number"]
+__all__ = ["WeightKind", "WeightsExplanation", "explain_weights", "format_number", "typed_weights"]
 
 WeightKind = Literal["no_turns", "none_set", "all_set", "partial", "fallback_sum", "fallback_over", "invalid"]
 
@@ -81,6 +82,22 @@ def _problem(weights: list[float | None]) -> str | None:
     if not bad:
         return None
     return f"A weight must be a number >= 0: {'; '.join(bad)}."
+
+
+def typed_weights(
+    saved: list[float | None], n_turns: int, typed: Mapping[str, Any], prefix: str, suffix: str
+) -> list[float | None]:
+    """The weight of each of ``n_turns`` turns: ``saved`` (a turn it does not reach: not set), with what is typed in
+    a turn's editor over it — ``typed`` holds the editors' values, the one of turn ``i`` under
+    ``f"{prefix}{i}{suffix}"`` (a cleared editor: ``None``). One look at each editor there is, not one per turn: a
+    session may have hundreds of thousands of turns."""
+    weights = saved[:n_turns] + [None] * (n_turns - len(saved))
+    for name, value in typed.items():
+        if name.startswith(prefix) and name.endswith(suffix):
+            index = name[len(prefix) : len(name) - len(suffix)]
+            if index.isdigit() and int(index) < len(weights):
+                weights[int(index)] = value
+    return weights
 
 
 def explain_weights(weights: list[float | None]) -> WeightsExplanation:
