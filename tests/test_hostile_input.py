@@ -134,7 +134,8 @@ def test_typed_events_and_rows_are_picklable_and_name_their_columns(tmp_path: Pa
     assert got[-1] == CountsEvent(1, 0, "openai")
     row = got[0].rows[0]  # type: ignore[union-attr]
     assert isinstance(row, Row) and row.dataset_id == 7 and row.line == 1 and row.n_messages == 2
-    assert tuple(f for f in Row.__dataclass_fields__ if f not in ("tag_list", "outcomes", "parts", "labels")) == ROW_COLUMNS
+    besides = ("tag_list", "outcomes", "parts", "labels")  # (what comes with a row besides its columns)
+    assert tuple(f for f in Row.__dataclass_fields__ if f not in besides) == ROW_COLUMNS
     assert dict(zip(ROW_COLUMNS, row.values(), strict=True))["title"] == "hi"
     for event in got:
         assert pickle.loads(pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL)) == event
