@@ -353,7 +353,7 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
     from apptest_util import SAMPLE_DATA
 
     from evalcore.formats import read_path
-    from evalcore.schema import Message, Session
+    from evalcore.schema import Message, Session, ToolCall
     from evalcore.store.rows import row_for
 
     sessions: list[Session] = []
@@ -367,6 +367,10 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
                           Message(role="assistant", content=None), Message(role="user", content="second")],
                 tags=["b", "a"], reference="ref", expected_facts=["fact"]),
         Session(messages=[Message(role="assistant", content="alone")]),
+        Session(messages=[Message(role="user", content="go"), Message(role="assistant", content=None, tool_calls=[
+            ToolCall(name="find", args={"città": "Zürich \u2028\"quoted\"", "n": [1, 2.5, None, True, -0.0],
+                                        "deep": {"x": float("nan"), "y": float("inf"), "big": 10**30}}),
+            ToolCall(name="", args={}), ToolCall(name="none", args={"": ""})])]),
         Session(),
     ]  # fmt: skip
     assert len(sessions) > 40
@@ -389,4 +393,4 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
         system = [session.context or "", *(m.text for m in session.messages if m.role == "system")]
         assert row.system_text == "\n".join(t for t in system if t)
         assert json.loads(row.tags) == session.tags and row.tag_list == tuple(session.tags)
-    assert row_for(1, "f", sessions[-3]).title == "block one\nno"
+    assert row_for(1, "f", sessions[-4]).title == "block one\nno"

@@ -26,7 +26,7 @@ from evalcore.store.jsontext import loads
 from evalcore.store.migrations import SEARCH_REINDEX
 from evalcore.store.queries import Browsing
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, StoredSession, now
-from evalcore.store.rows import search_text, system_text
+from evalcore.store.rows import search_texts
 
 if TYPE_CHECKING:
     from evalcore.store.store import Store
@@ -87,7 +87,7 @@ class Sessions(Browsing, BulkChanges, Importing):
                 texts = []
                 for row in rows:
                     session = self._stored(conn, row).session
-                    texts.append((*self._engine.search_documents(search_text(session), system_text(session)), row[0]))
+                    texts.append((*self._engine.search_documents(*search_texts(session)), row[0]))
                 conn.executemany("UPDATE sessions SET search_text = ?, system_text = ? WHERE id = ?", texts)
             conn.execute("DELETE FROM meta WHERE key = ?", [SEARCH_REINDEX])
         return len(pks)
@@ -339,7 +339,7 @@ class Sessions(Browsing, BulkChanges, Importing):
         """Write the session's new version over ``base_version``; False when the row is at another version."""
         sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
         sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
-        text, system = self._engine.search_documents(search_text(session), system_text(session))
+        text, system = self._engine.search_documents(*search_texts(session))
         args: list[Any] = [stamp, author, n_edits, text, system, int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
