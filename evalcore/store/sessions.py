@@ -42,6 +42,7 @@ _SELECT = (
 )
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
 _INT64 = 2**63
+_EDITS_AT_ONCE = 500  # rows of edits a save inserts in one statement (10 values each: far below either limit)
 
 
 class Sessions(Browsing, BulkChanges, Importing):
@@ -278,7 +279,10 @@ class Sessions(Browsing, BulkChanges, Importing):
             stored = self._get(conn, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
-            session = stored.session.model_copy(deep=True)
+            # A copy whose changes leave ``stored.session`` as it was: fields are set whole (``_set``), the turns'
+            # list, changed in place, is its own (a deep copy cost more than the rest of the save).
+            session = stored.session.model_copy()
+            session.turn_truth = list(session.turn_truth)
             edits: list[tuple[int | None, str, Any, Any]] = []
             for turn, changes in groups:
                 for name, value in changes.items():
@@ -295,14 +299,15 @@ class Sessions(Browsing, BulkChanges, Importing):
             if not self._update_row(conn, pk, session, base_version, stamp, author, len(edits), [e[1] for e in edits]):
                 # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
                 raise self._conflict(conn, self._get(conn, pk), base_version)
-            conn.executemany(
-                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
-                    for t, name, old, new in edits
-                ],
-            )
+            rows = [(pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
+                    for t, name, old, new in edits]  # fmt: skip
+            for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each: one round trip to a server)
+                chunk = rows[start : start + _EDITS_AT_ONCE]
+                conn.execute(
+                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+                    "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                    [value for row in chunk for value in row],
+                )
             return version
 
     def _conflict(self, conn: Conn, stored: StoredSession, base_version: int) -> ConflictError:
@@ -405,8 +410,11 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
 
 def _check(session: Session, *, before: Session) -> None:
     """Refuse a save that brings a new error; errors the session had before do not block it."""
+    errors = [str(p) for p in validate_session(session) if p.level == "error"]
+    if not errors:
+        return  # (the session before is checked only when there is something to compare it with)
     had = {str(p) for p in validate_session(before) if p.level == "error"}
-    errors = [str(p) for p in validate_session(session) if p.level == "error" and str(p) not in had]
+    errors = [e for e in errors if e not in had]
     if errors:
         raise UsageError("; ".join(errors))
 
