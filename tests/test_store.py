@@ -193,6 +193,21 @@ def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path
     assert row["turn_truth"][0] == {"ground_truth": "It shipped.", "weight": 0.25}
 
 
+def test_a_page_gives_the_whole_count_wherever_it_is(store: Store, tmp_path: Path) -> None:
+    """A page not full tells the count without counting (the last one); every other page counts: the total is the
+    number of matches on every page, before, at and past the end, for a page size of 0 too."""
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia(f"s-{i:03d}") for i in range(23)]), "d")
+    pk = store.sessions.find("d", "s-004")
+    as_user(store, "ana").sessions.save(pk, {"status": "flagged"}, base_version=1)
+    for filters, matches in ((None, 23), (SessionFilter(status=["flagged"]), 1), (SessionFilter(status=["todo"]), 22),
+                             (SessionFilter(assistant="nobody"), 0)):  # fmt: skip
+        for limit in (0, 1, 5, 10, 22, 23, 24, 50):
+            for offset in (0, 1, 5, 10, 20, 22, 23, 24, 30, 100):
+                page = store.sessions.browse("d", filters, limit=limit, offset=offset)
+                assert page.total == matches, (filters, limit, offset)
+                assert len(page.items) == max(0, min(limit, matches - offset))
+
+
 def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp_path: Path) -> None:
     source = tmp_path / "mixed.jsonl"
     source.write_text(
