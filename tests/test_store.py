@@ -173,6 +173,13 @@ def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) 
     as_user(store, "ana").sessions.save(pk, {"expected_facts": ["a"]}, base_version=2)
     both = store.sessions.get(pk).session
     assert (both.reference, both.expected_facts) == ("r", ["a"])
+    with pytest.raises(UsageError, match="reference: Input should be a valid string"):
+        as_user(store, "ana").sessions.save(pk, {"reference": ["not", "text"]}, base_version=3)
+    # A save checks the changed field alone (as a read lays an edit over the file's session): right only while
+    # the model checks no field against another.
+    from evalcore.schema import Session
+
+    assert not Session.__pydantic_decorators__.model_validators
 
 
 def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:

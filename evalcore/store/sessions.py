@@ -390,7 +390,8 @@ def _set(session: Session, name: str, turn: int | None, value: Any) -> Any:
     """Set a field, validated by the model; returns the value as stored (JSON-able)."""
     try:
         if turn is None:
-            checked = Session.model_validate({**session.model_dump(), name: value})
+            # The field alone, as ``_apply`` reads it back (the model checks no field against another).
+            checked = Session.model_validate({name: value})
             setattr(session, name, getattr(checked, name))
             return _jsonable(getattr(session, name))
         n_user = sum(1 for m in session.messages if m.role == "user")
