@@ -215,6 +215,31 @@ def test_a_page_gives_the_whole_count_wherever_it_is(store: Store, tmp_path: Pat
                 assert len(page.items) == max(0, min(limit, matches - offset))
 
 
+def test_pages_walk_every_sort_in_its_order_whatever_the_offset(store: Store, tmp_path: Path) -> None:
+    """Every sort, both ways, read page by page (7 a page, PostgreSQL's ids-first pages included) gives the
+    sessions in the sort's order (NULLs first ascending, last descending; ties by import order), each once."""
+    rows = [_gaussia(f"s-{i:02d}") for i in range(30)]
+    for i, row in enumerate(rows):
+        row["conversation"] = row["conversation"][: 1 + i % 2]  # type: ignore[index]
+        if i % 4 == 0:
+            del row["assistant_id"]
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", rows), "d")
+    for i, pk in enumerate(store.sessions.pks("d")[::3]):
+        as_user(store, "ana").sessions.save(pk, {"status": ["flagged", "approved", "todo"][i % 3]}, base_version=1)
+    every = store.sessions.browse("d", limit=100).items
+    value = {"order": lambda r: r.pk, "session_id": lambda r: r.session_id, "assistant": lambda r: r.assistant_id,
+             "status": lambda r: r.status, "turns": lambda r: r.n_turns, "tool_calls": lambda r: r.n_tool_calls,
+             "updated": lambda r: r.updated_at}  # fmt: skip
+    for sort, of in value.items():
+        for descending in (False, True):
+            paged = []
+            for offset in range(0, 35, 7):
+                paged += store.sessions.browse("d", sort=sort, descending=descending, limit=7, offset=offset).items
+            ranked = sorted(every, key=lambda r: (of(r) is not None, of(r) if of(r) is not None else 0, r.pk))
+            expected = ranked[::-1] if descending else ranked
+            assert [r.pk for r in paged] == [r.pk for r in expected], (sort, descending)
+
+
 def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp_path: Path) -> None:
     source = tmp_path / "mixed.jsonl"
     source.write_text(
