@@ -173,6 +173,13 @@ def test_invalid_edits_are_refused_with_the_field(store: Store, tmp_path: Path) 
     as_user(store, "ana").sessions.save(pk, {"expected_facts": ["a"]}, base_version=2)
     both = store.sessions.get(pk).session
     assert (both.reference, both.expected_facts) == ("r", ["a"])
+    with pytest.raises(UsageError, match="reference: Input should be a valid string"):
+        as_user(store, "ana").sessions.save(pk, {"reference": ["not", "text"]}, base_version=3)
+    # A save checks the changed field alone (as a read lays an edit over the file's session): right only while
+    # the model checks no field against another.
+    from evalcore.schema import Session
+
+    assert not Session.__pydantic_decorators__.model_validators
 
 
 def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path: Path) -> None:
@@ -191,6 +198,46 @@ def test_curated_ground_truth_is_merged_into_every_export(store: Store, tmp_path
     export_dataset(store, "d", tmp_path / "e.jsonl", "evalcore")
     row = load_output(tmp_path / "e.jsonl")[0]
     assert row["turn_truth"][0] == {"ground_truth": "It shipped.", "weight": 0.25}
+
+
+def test_a_page_gives_the_whole_count_wherever_it_is(store: Store, tmp_path: Path) -> None:
+    """A page not full tells the count without counting (the last one); every other page counts: the total is the
+    number of matches on every page, before, at and past the end, for a page size of 0 too."""
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", [_gaussia(f"s-{i:03d}") for i in range(23)]), "d")
+    pk = store.sessions.find("d", "s-004")
+    as_user(store, "ana").sessions.save(pk, {"status": "flagged"}, base_version=1)
+    for filters, matches in ((None, 23), (SessionFilter(status=["flagged"]), 1), (SessionFilter(status=["todo"]), 22),
+                             (SessionFilter(assistant="nobody"), 0)):  # fmt: skip
+        for limit in (0, 1, 5, 10, 22, 23, 24, 50):
+            for offset in (0, 1, 5, 10, 20, 22, 23, 24, 30, 100):
+                page = store.sessions.browse("d", filters, limit=limit, offset=offset)
+                assert page.total == matches, (filters, limit, offset)
+                assert len(page.items) == max(0, min(limit, matches - offset))
+
+
+def test_pages_walk_every_sort_in_its_order_whatever_the_offset(store: Store, tmp_path: Path) -> None:
+    """Every sort, both ways, read page by page (7 a page, PostgreSQL's ids-first pages included) gives the
+    sessions in the sort's order (NULLs first ascending, last descending; ties by import order), each once."""
+    rows = [_gaussia(f"s-{i:02d}") for i in range(30)]
+    for i, row in enumerate(rows):
+        row["conversation"] = row["conversation"][: 1 + i % 2]  # type: ignore[index]
+        if i % 4 == 0:
+            del row["assistant_id"]
+    import_file(store, write_jsonl(tmp_path / "s.jsonl", rows), "d")
+    for i, pk in enumerate(store.sessions.pks("d")[::3]):
+        as_user(store, "ana").sessions.save(pk, {"status": ["flagged", "approved", "todo"][i % 3]}, base_version=1)
+    every = store.sessions.browse("d", limit=100).items
+    value = {"order": lambda r: r.pk, "session_id": lambda r: r.session_id, "assistant": lambda r: r.assistant_id,
+             "status": lambda r: r.status, "turns": lambda r: r.n_turns, "tool_calls": lambda r: r.n_tool_calls,
+             "updated": lambda r: r.updated_at}  # fmt: skip
+    for sort, of in value.items():
+        for descending in (False, True):
+            paged = []
+            for offset in range(0, 35, 7):
+                paged += store.sessions.browse("d", sort=sort, descending=descending, limit=7, offset=offset).items
+            ranked = sorted(every, key=lambda r: (of(r) is not None, of(r) if of(r) is not None else 0, r.pk))
+            expected = ranked[::-1] if descending else ranked
+            assert [r.pk for r in paged] == [r.pk for r in expected], (sort, descending)
 
 
 def test_bad_records_are_reported_by_line_and_good_ones_stored(store: Store, tmp_path: Path) -> None:
@@ -353,7 +400,7 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
     from apptest_util import SAMPLE_DATA
 
     from evalcore.formats import read_path
-    from evalcore.schema import Message, Session
+    from evalcore.schema import Message, Session, ToolCall
     from evalcore.store.rows import row_for
 
     sessions: list[Session] = []
@@ -367,6 +414,10 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
                           Message(role="assistant", content=None), Message(role="user", content="second")],
                 tags=["b", "a"], reference="ref", expected_facts=["fact"]),
         Session(messages=[Message(role="assistant", content="alone")]),
+        Session(messages=[Message(role="user", content="go"), Message(role="assistant", content=None, tool_calls=[
+            ToolCall(name="find", args={"città": "Zürich \u2028\"quoted\"", "n": [1, 2.5, None, True, -0.0],
+                                        "deep": {"x": float("nan"), "y": float("inf"), "big": 10**30}}),
+            ToolCall(name="", args={}), ToolCall(name="none", args={"": ""})])]),
         Session(),
     ]  # fmt: skip
     assert len(sessions) > 40
@@ -389,4 +440,4 @@ def test_a_row_holds_the_sessions_own_title_counts_and_search_text() -> None:
         system = [session.context or "", *(m.text for m in session.messages if m.role == "system")]
         assert row.system_text == "\n".join(t for t in system if t)
         assert json.loads(row.tags) == session.tags and row.tag_list == tuple(session.tags)
-    assert row_for(1, "f", sessions[-3]).title == "block one\nno"
+    assert row_for(1, "f", sessions[-4]).title == "block one\nno"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import select
 import subprocess
 import sys
 import threading
@@ -328,6 +329,39 @@ def test_the_store_survives_a_server_restart(pg_cluster: Any) -> None:
     assert store.sessions.browse("d").total == len(pks)
     assert as_user(store, "ann").sessions.save(pks[0], {"reference": "after the restart"}, base_version=1) == 2
     store.close()
+
+
+def test_a_connection_is_lent_without_a_round_trip_unless_its_socket_says_something(pg_cluster: Any) -> None:
+    """The pool's check costs a live idle connection nothing (a page or a save is not one round trip longer); a
+    connection whose backend the server ended is refused when lent (and the pool takes another)."""
+    import psycopg
+
+    from evalcore.store.postgres import _check_lent
+
+    class NoRoundTrip:  # the connection as the check sees it, refusing any statement
+        def __init__(self, conn: Any) -> None:
+            self.conn, self.closed, self.broken, self.autocommit = conn, False, False, True
+
+        def fileno(self) -> int:
+            return int(self.conn.fileno())
+
+        def execute(self, *args: Any) -> None:
+            raise AssertionError("a round trip")
+
+    url = pg_cluster.new_database()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT 1").fetchall()
+        _check_lent(NoRoundTrip(conn))  # idle and alive: nothing sent
+        with psycopg.connect(url, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), [conn.info.backend_pid])
+        select.select([conn.fileno()], [], [], 10)  # (the backend ends soon after it is told)
+        with pytest.raises(AssertionError, match="a round trip"):
+            _check_lent(NoRoundTrip(conn))  # the server closed it: the check asks
+        with pytest.raises(psycopg.OperationalError):
+            _check_lent(conn)
+        assert conn.broken
+        with pytest.raises(DatabaseFaultError):
+            _check_lent(conn)
 
 
 def test_a_full_disk_fails_the_import_cleanly_and_keeps_what_was_stored(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ validate`` names both; an Open Responses -> OpenAI -> Open Responses round trip 
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,37 @@ def test_anthropic_results_of_tool_uses_sharing_an_id_are_named_in_order(tmp_pat
     view = transcript(session)
     assert [c.shared_by for c in view.turns[0].calls] == [2, 2]
     assert all(isinstance(c, CallView) for c in view.turns[0].calls)
+
+
+def test_the_quick_check_of_plain_links_never_hides_a_warning() -> None:
+    """``validate_session`` skips ``tool_links`` for a session whose links are plain (ids unique, results naming
+    none or each its own earlier call): on 20,000 random conversations (ids drawn from a few, some empty or
+    missing, results before and after their calls) it says plain only where ``tool_links`` finds nothing to warn of,
+    and the warnings of every conversation are those ``tool_links`` gives."""
+    from evalcore.schema import Message, ToolCall, validate_session
+    from evalcore.schema.validation import _plainly_linked
+
+    rng = random.Random(19)
+    plain = 0
+    for _ in range(20_000):
+        messages = [Message(role="user", content="q")]
+        for _ in range(rng.randint(0, 7)):
+            role = rng.choice(["user", "assistant", "assistant", "tool", "tool", "system"])
+            if role == "assistant":
+                ids = [rng.choice([None, "", "a", "b", "c"]) for _ in range(rng.randint(0, 3))]
+                calls = [ToolCall(name="f", args={}, id=i) for i in ids]
+                messages.append(Message(role="assistant", content="x", tool_calls=calls or None))
+            elif role == "tool":
+                messages.append(Message(role="tool", content="r", tool_call_id=rng.choice([None, "", "a", "b", "d"])))
+            else:
+                messages.append(Message(role=role, content="u"))
+        links = tool_links(messages)
+        warned = bool(links.duplicates) or any(why in ("unknown", "answered") for why in links.unlinked.values())
+        expected = len(links.duplicates) + sum(why in ("unknown", "answered") for why in links.unlinked.values())
+        said = [p for p in validate_session(Session(messages=messages)) if p.level == "warning"]
+        linking = [p for p in said if "still waits for its result" in p.message or "linked to none" in p.message]
+        assert len(linking) == expected, messages
+        if _plainly_linked(messages):
+            plain += 1
+            assert not warned, messages
+    assert 2_000 < plain < 18_000  # both ways taken

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evalcore.schema.message import ToolCall
+from evalcore.schema.message import Message, ToolCall
 from evalcore.schema.session import ContextChunk, Session, tool_links
 
 __all__ = ["MAX_DEPTH", "SHALLOW", "Problem", "check_storable", "resolve_weights", "validate_session"]
@@ -168,7 +168,7 @@ def _check_tool_links(session: Session) -> list[Problem]:
     naming no call (or one answered already): warnings, each naming the message and the id (the Review page
     pairs them as ``tool_links`` says, and says so)."""
     messages = session.messages
-    if not any(m.tool_calls or m.tool_call_id for m in messages):  # (most sessions: this runs for every one read)
+    if _plainly_linked(messages):  # (most sessions: this runs for every one read)
         return []
     links = tool_links(messages)
     problems = [
@@ -190,6 +190,33 @@ def _check_tool_links(session: Session) -> list[Problem]:
             continue  # a result naming no call with none waiting: the tool order rules above speak of it
         problems.append(Problem("warning", f"messages[{i}].tool_call_id", reason))
     return problems
+
+
+def _plainly_linked(messages: list[Message]) -> bool:
+    """Whether ``tool_links`` would surely find nothing to warn of, seen in one cheap pass: no call id used twice
+    (so no calls share one), and either no result names a call (ragas', formats without ids: each takes the first
+    call waiting, or none, which the tool order rules speak of) or every result names an earlier call no other
+    result named (each goes to its own call). Anything else is left to ``tool_links``."""
+    call_ids: set[str] = set()
+    named: set[str] = set()
+    unnamed = False
+    for m in messages:
+        role = m.role
+        if role == "assistant":
+            for call in m.tool_calls or ():
+                if call.id:
+                    if call.id in call_ids:
+                        return False
+                    call_ids.add(call.id)
+        elif role == "tool":
+            call_id = m.tool_call_id
+            if not call_id:
+                unnamed = True
+            elif call_id in named or call_id not in call_ids:
+                return False
+            else:
+                named.add(call_id)
+    return not (unnamed and named)
 
 
 def _check_turns(session: Session) -> list[Problem]:

@@ -126,6 +126,12 @@ class Engine(ABC):
     #: them in between (SQLite's writers already wait for each other).
     for_update: str = ""
 
+    def page(self, columns: str, body: str, order: str) -> str:
+        """A page of sessions: ``SELECT columns body ORDER BY order``, then ``LIMIT ? OFFSET ?`` (its two last
+        parameters). ``body`` is ``FROM sessions s ... WHERE ...``; ``order`` ends with ``s.id``, so the order is
+        total. PostgreSQL finds the page's ids first (an index-only walk past the offset), then reads their rows."""
+        return f"SELECT {columns} {body} ORDER BY {order} LIMIT ? OFFSET ?"
+
     @abstractmethod
     def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
         """SQL (over ``sessions s``) true for the sessions whose text has every word of ``text``

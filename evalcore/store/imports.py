@@ -19,7 +19,7 @@ from evalcore.store.carried import store_carried
 from evalcore.store.engine import Conn, Engine
 from evalcore.store.outcomes import store_outcomes
 from evalcore.store.records import now
-from evalcore.store.rows import Row, search_text, system_text
+from evalcore.store.rows import Row, search_texts
 
 if TYPE_CHECKING:
     from evalcore.store.records import StoredSession
@@ -169,7 +169,7 @@ class Importing:
         _write_parts(conn, pk, row)
         # The text search sees the new conversation with the reviewers' ground truth laid over it.
         effective = self._get(conn, pk)
-        text, system = self._engine.search_documents(search_text(effective.session), system_text(effective.session))
+        text, system = self._engine.search_documents(*search_texts(effective.session))
         conn.execute(
             "UPDATE sessions SET search_text = ?, system_text = ?, has_truth = ? WHERE id = ?",
             [text, system, int(effective.session.has_ground_truth()), pk],

@@ -1,9 +1,9 @@
 """The PostgreSQL engine: one database a team shares, on psycopg 3 (no ORM, no server code of our own).
 
 Connections come from a pool (``psycopg_pool``): the app's threads borrow one per operation and give it back;
-a connection the server dropped (a restart) is noticed when it is lent and replaced. Statements are the
-repositories' own, their ``?`` placeholders turned into psycopg's; the few that PostgreSQL says differently are
-this class's methods (``engine.py`` lists them).
+a connection the server dropped (a restart) is noticed when it is lent (its socket says so) and replaced.
+Statements are the repositories' own, their ``?`` placeholders turned into psycopg's; the few that PostgreSQL says
+differently are this class's methods (``engine.py`` lists them).
 
 Writers. A transaction runs at READ COMMITTED: every save is a conditional ``UPDATE ... WHERE version = ?``
 (a stale one changes nothing and is refused), rows about to change are locked first (``SELECT ... FOR UPDATE``),
@@ -25,6 +25,7 @@ was rolled back by the server.
 from __future__ import annotations
 
 import re
+import select
 import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
@@ -215,6 +216,23 @@ class _PgConn:
             yield from cursor
 
 
+def _check_lent(conn: Any) -> None:
+    """The pool's check of a connection it is about to lend (raising makes it take another): a round trip to the
+    server (``ConnectionPool.check_connection``) only when the idle connection's socket has something to read —
+    the server closed it (a restart, a terminated backend: end of file) or said something unasked — else none (an
+    idle connection the server keeps says nothing). A page or a save is then not one round trip longer."""
+    from psycopg_pool import ConnectionPool
+
+    if conn.closed or conn.broken:
+        raise DatabaseFaultError("the connection is closed", kind="lost")
+    try:
+        readable = bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):  # no socket to look at: let the round trip say
+        readable = True
+    if readable:
+        ConnectionPool.check_connection(conn)
+
+
 def _numbers(conn: Any) -> None:
     """A connection's set-up: ``numeric`` results (``sum`` of integers) read as ``int`` when whole, else ``float``,
     as SQLite gives them."""
@@ -285,7 +303,7 @@ class PostgresEngine(Engine):
                     self._pool = ConnectionPool(
                         self.url, min_size=1, max_size=self._pool_size, open=True, name="evalcore",
                         kwargs={"autocommit": True, "connect_timeout": _CONNECT_TIMEOUT}, configure=_numbers,
-                        check=ConnectionPool.check_connection, timeout=30,
+                        check=_check_lent, timeout=30,
                     )  # fmt: skip
                 pool = self._pool
         return pool
@@ -413,6 +431,17 @@ class PostgresEngine(Engine):
 
     def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
         return search.documents(search_text, system_text)
+
+    def page(self, columns: str, body: str, order: str) -> str:
+        # The ids first, then their rows: walking past the offset in the sort's index, PostgreSQL reads only the
+        # index (a row read for each session skipped made a deep page many times slower than SQLite's). The same
+        # rows come, in the same order: ``order`` is total (it ends with ``s.id``), and orders the page again.
+        if not body.startswith("FROM sessions s WHERE "):  # (a score joined: a column of the page)
+            return super().page(columns, body, order)
+        return (
+            f"SELECT {columns} FROM sessions s WHERE s.id IN (SELECT s.id {body} ORDER BY {order} LIMIT ? OFFSET ?) "
+            f"ORDER BY {order}"
+        )
 
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
         assert isinstance(conn, _PgConn)

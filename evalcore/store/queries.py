@@ -192,13 +192,15 @@ class Browsing:
         order = f"{_order(SORTS[sort], direction)}, s.id {direction}"
         score = "sc.value" if "JOIN scores" in body else "NULL"
         with self._engine.read() as conn:
-            total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
-            rows = conn.execute(
-                f"SELECT s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
-                f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by "
-                f"{body} ORDER BY {order} LIMIT ? OFFSET ?",
-                [*args, limit, offset],
-            ).fetchall()
+            columns = (
+                "s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
+                f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by"
+            )
+            rows = conn.execute(self._engine.page(columns, body, order), [*args, limit, offset]).fetchall()
+            if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
+                total = offset + len(rows)  # the last page: the count is known without counting
+            else:
+                total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
             shared = _shared_ids(conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
         items = [
             SessionSummary(

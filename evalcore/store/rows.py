@@ -8,37 +8,110 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from evalcore.identity import identity_key
-from evalcore.schema import Message, Session, block_text
+from evalcore.schema import Session, block_text
 from evalcore.store.parts import Part, parts_of
 
-__all__ = ["ROW_COLUMNS", "Row", "message_texts", "outcomes", "row_for", "search_text", "session_key", "system_text"]
+__all__ = [
+    "ROW_COLUMNS",
+    "Row",
+    "outcomes",
+    "row_for",
+    "search_text",
+    "search_texts",
+    "session_key",
+    "system_text",
+]
 
 
-def search_text(session: Session, texts: list[str] | None = None) -> str:
+def search_text(session: Session) -> str:
     """The text full-text search sees: every message but the system prompt's, each tool call's name and
-    arguments, and the ground truth. ``texts``: the messages' texts (``message_texts``), when the caller has
-    them already."""
-    texts = message_texts(session.messages) if texts is None else texts
-    parts = [text for m, text in zip(session.messages, texts, strict=True) if m.role != "system"]
-    for call in session.tool_calls():
-        parts.append(call.name)
-        if call.args:
-            parts.append(json.dumps(call.args, ensure_ascii=False, default=str))
-    parts += [session.goal or "", session.reference or "", *(session.expected_facts or [])]
-    parts += [t.ground_truth or "" for t in session.turn_truth] + [t.observation or "" for t in session.turn_truth]
-    return "\n".join(p for p in parts if p)
+    arguments, and the ground truth."""
+    return _scan(session).search_text
 
 
-def system_text(session: Session, texts: list[str] | None = None) -> str:
+def system_text(session: Session) -> str:
     """The system prompt as search sees it, when asked to: the session's context and its system messages."""
-    texts = message_texts(session.messages) if texts is None else texts
-    system = (text for m, text in zip(session.messages, texts, strict=True) if m.role == "system")
-    parts = [session.context or "", *system]
-    return "\n".join(p for p in parts if p)
+    return _scan(session).system_text
+
+
+def search_texts(session: Session) -> tuple[str, str]:
+    """``search_text`` and ``system_text`` of ``session``, in one pass over its messages."""
+    scan = _scan(session)
+    return scan.search_text, scan.system_text
+
+
+def _args_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, default=str)``, the same text, without making an encoder for every
+    call's arguments: the C encoder ``json.dumps`` makes for each value, made once (an import encodes every
+    call of every session). Without a circular-reference check: arguments read from a file have no cycles."""
+    encoder = json.JSONEncoder(ensure_ascii=False, default=str)
+    make = getattr(json.encoder, "c_make_encoder", None)  # None where the json module has no C speedups
+    if make is None:
+        return encoder.encode
+    encode = make(
+        None, str, json.encoder.encode_basestring, None, encoder.key_separator, encoder.item_separator, False, False,
+        True,
+    )  # fmt: skip
+    return lambda value: "".join(encode(value, 0))
+
+
+_ARGS_TEXT = _args_encoder()
+
+
+@dataclass(slots=True)
+class _Scanned:
+    """What a row takes from a session's messages (``_scan``)."""
+
+    title: str  # the first user message's text, its first 200 characters
+    n_turns: int  # user messages
+    n_tool_calls: int  # the assistant's calls (``Session.tool_calls``)
+    search_text: str
+    system_text: str
+
+
+def _scan(session: Session) -> _Scanned:
+    """The texts and counts of a row, in one pass over the messages (an import makes them for every record)."""
+    parts: list[str] = []
+    system = [session.context] if session.context else []
+    calls: list[str] = []
+    title: str | None = None
+    users = n_calls = 0
+    for m in session.messages:
+        text = content if type(content := m.content) is str else block_text(content)
+        role = m.role
+        if role == "system":
+            if text:
+                system.append(text)
+            continue
+        if text:
+            parts.append(text)
+        if role == "user":
+            if title is None:
+                title = text[:200]
+            users += 1
+        elif role == "assistant" and m.tool_calls:  # (as ``Session.tool_calls``: the assistant's calls, in order)
+            n_calls += len(m.tool_calls)
+            for call in m.tool_calls:
+                if call.name:
+                    calls.append(call.name)
+                if call.args:
+                    calls.append(_ARGS_TEXT(call.args))
+    parts += calls
+    if session.goal:
+        parts.append(session.goal)
+    if session.reference:
+        parts.append(session.reference)
+    if session.expected_facts:
+        parts += [fact for fact in session.expected_facts if fact]
+    if session.turn_truth:
+        parts += [t.ground_truth for t in session.turn_truth if t.ground_truth]
+        parts += [t.observation for t in session.turn_truth if t.observation]
+    return _Scanned(title or "", users, n_calls, "\n".join(parts), "\n".join(system))
 
 
 def session_key(session: Session, source: str) -> str:
@@ -119,27 +192,19 @@ def outcomes(scores: dict[str, Any]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(found))
 
 
-def message_texts(messages: list[Message]) -> list[str]:
-    """Each message's text (``Message.text``), in one pass (an import makes a row of every record)."""
-    return [content if type(content := m.content) is str else block_text(content) for m in messages]
-
-
 def row_for(dataset_id: int, source: str, session: Session) -> Row:
     """The sessions-table row of ``session``, with the hash that tells whether it changed."""
     # (The labels that came with it are stored apart from the session: ``evalcore.store.carried``.)
     data = session.model_dump_json(exclude={"provenance", "labels"}, exclude_defaults=True)
     content_hash = hashlib.sha256(data.encode()).hexdigest()
     key = session_key(session, source)
-    messages = session.messages
-    texts = message_texts(messages)
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
+    scan = _scan(session)
     p = session.provenance
     return Row(
-        dataset_id, key, session.session_id, session.assistant_id, texts[users[0]][:200] if users else "",
-        session.status, json.dumps(session.tags) if session.tags else "[]", len(users), len(messages),
-        len(session.tool_calls()), p.source if p else None, p.format if p else None, p.position if p else None,
-        p.line if p else None, data, content_hash, search_text(session, texts), system_text(session, texts),
-        int(session.has_ground_truth()),
+        dataset_id, key, session.session_id, session.assistant_id, scan.title, session.status,
+        json.dumps(session.tags) if session.tags else "[]", scan.n_turns, len(session.messages), scan.n_tool_calls,
+        p.source if p else None, p.format if p else None, p.position if p else None, p.line if p else None, data,
+        content_hash, scan.search_text, scan.system_text, int(session.has_ground_truth()),
         tuple(session.tags), outcomes(session.scores) if session.scores else (), parts_of(session),
         session.labels.model_dump_json(exclude_defaults=True) if session.labels is not None else None,
     )  # fmt: skip

@@ -27,7 +27,7 @@ from evalcore.store.migrations import SEARCH_REINDEX
 from evalcore.store.parts import PAGED_MESSAGES, page_messages, read_facts
 from evalcore.store.queries import Browsing
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, SessionPage, StoredSession, now
-from evalcore.store.rows import search_text, system_text
+from evalcore.store.rows import search_texts
 
 if TYPE_CHECKING:
     from evalcore.store.store import Store
@@ -45,7 +45,17 @@ _SELECT = (
 _SELECT_HEAD = _SELECT.replace("s.data,", "s.n_messages,", 1)
 _SELECT_ID = _SELECT.replace("s.data,", "s.session_id,", 1)  # (its session_id in its place)
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
+# One session with the newest edit of each of its fields (``_last_edits``), in one statement: a row per such edit
+# (the session's columns on each), or one row with no edit. (A read is one round trip to a server, not two.)
+_SELECT_ONE = _SELECT.replace(
+    " FROM sessions s ", ", " + ", ".join(f"e.{c}" for c in _EDIT_COLUMNS.split(", ")) + " FROM sessions s ", 1
+) + (
+    " LEFT JOIN (SELECT max(id) AS last FROM edits WHERE session_pk = ? GROUP BY turn, field) m ON s.n_edits > 0"
+    " LEFT JOIN edits e ON e.id = m.last WHERE s.id = ? ORDER BY e.id"
+)
+_SESSION_WIDTH = 17  # the columns of ``_SELECT``
 _INT64 = 2**63
+_EDITS_AT_ONCE = 500  # rows of edits a save inserts in one statement (10 values each: far below either limit)
 
 
 class Sessions(Browsing, BulkChanges, Importing):
@@ -65,10 +75,11 @@ class Sessions(Browsing, BulkChanges, Importing):
     def _get(self, conn: Conn, pk: int) -> StoredSession:
         if not -_INT64 <= pk < _INT64:  # beyond 64-bit integers: no such row
             raise NotFoundError(f"no session #{pk}")
-        row = conn.execute(f"{_SELECT} WHERE s.id = ?", [pk]).fetchone()
-        if row is None:
+        rows = conn.execute(_SELECT_ONE, [pk, pk]).fetchall()
+        if not rows:
             raise NotFoundError(f"no session #{pk}")
-        return self._stored(conn, row)
+        edits = [_edit(r[_SESSION_WIDTH:]) for r in rows if r[_SESSION_WIDTH] is not None]
+        return self._stored(conn, rows[0][:_SESSION_WIDTH], edits)
 
     def page(self, pk: int, first_turn: int, count: int) -> SessionPage:
         """What Review shows of the session stored under ``pk``: its own fields, and turns ``first_turn`` to
@@ -149,7 +160,7 @@ class Sessions(Browsing, BulkChanges, Importing):
                 texts = []
                 for row in rows:
                     session = self._stored(conn, row).session
-                    texts.append((*self._engine.search_documents(search_text(session), system_text(session)), row[0]))
+                    texts.append((*self._engine.search_documents(*search_texts(session)), row[0]))
                 conn.executemany("UPDATE sessions SET search_text = ?, system_text = ? WHERE id = ?", texts)
             conn.execute("DELETE FROM meta WHERE key = ?", [SEARCH_REINDEX])
         return len(pks)
@@ -218,13 +229,16 @@ class Sessions(Browsing, BulkChanges, Importing):
                 found.update((pk, link_of(key, session_id, bool(shared))) for pk, key, session_id, shared in rows)
         return found
 
-    def _stored(self, conn: Conn, row: tuple[Any, ...], *, session: Session | None = None) -> StoredSession:
-        """The stored session of ``row`` (``_SELECT``); given ``session`` (a page's, edits applied), that one."""
+    def _stored(
+        self, conn: Conn, row: tuple[Any, ...], edits: list[Edit] | None = None, *, session: Session | None = None
+    ) -> StoredSession:
+        """The session of a row of ``_SELECT``; ``edits``: its newest edits (``_last_edits``) when read already;
+        given ``session`` (a page's, edits applied), that one."""
         pk, dataset, key, version, data, status, status_by, status_at, tags, updated_at, updated_by, n_edits = row[:12]
         if session is None:
             session = Session.model_validate(loads(data))  # orjson, or the stdlib for NaN / big integers
             if n_edits:
-                session = _apply(session, self._last_edits(conn, pk))
+                session = _apply(session, self._last_edits(conn, pk) if edits is None else edits)
         source, fmt, position, line = row[12:16]
         session.provenance = Provenance.model_construct(source=source, format=fmt, position=position, line=line)
         session.status = status
@@ -261,7 +275,7 @@ class Sessions(Browsing, BulkChanges, Importing):
             "GROUP BY turn, field) ORDER BY id",
             args,
         ).fetchall()
-        return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
+        return [_edit(r) for r in rows]
 
     def history(self, pk: int) -> list[Edit]:
         """Every edit of the session, oldest first."""
@@ -386,14 +400,15 @@ class Sessions(Browsing, BulkChanges, Importing):
             ):
                 # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
                 raise self._conflict(conn, self._head(conn, pk), base_version)
-            conn.executemany(
-                "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
-                    for t, name, old, new in edits
-                ],
-            )
+            rows = [(pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
+                    for t, name, old, new in edits]  # fmt: skip
+            for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each: one round trip to a server)
+                chunk = rows[start : start + _EDITS_AT_ONCE]
+                conn.execute(
+                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
+                    "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                    [value for row in chunk for value in row],
+                )
             return version
 
     def _conflict(self, conn: Conn, stored: StoredSession, base_version: int) -> ConflictError:
@@ -435,7 +450,7 @@ class Sessions(Browsing, BulkChanges, Importing):
         args: list[Any] = [stamp, author, n_edits]
         if search:
             sets += ["search_text = ?", "system_text = ?", "has_truth = ?"]
-            text, system = self._engine.search_documents(search_text(session), system_text(session))
+            text, system = self._engine.search_documents(*search_texts(session))
             args += [text, system, int(session.has_ground_truth())]
         if "status" in fields:
             sets += ["status = ?", "status_by = ?", "status_at = ?"]
@@ -476,6 +491,11 @@ def _whole_page(stored: StoredSession) -> SessionPage:
         session.final_answer(),
         whole=True,
     )
+
+
+def _edit(r: tuple[Any, ...]) -> Edit:
+    """An ``Edit`` of a row of ``_EDIT_COLUMNS``."""
+    return Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9])
 
 
 def _loads(text: str | None) -> Any:
@@ -526,10 +546,11 @@ def _check(session: Session, *, before: Session) -> None:
     """Refuse a save that brings a new error; errors the session had before do not block it."""
     # A save never changes the conversation: its own checks (tool calls' order and links) find what they found.
     conversation = session.messages is not before.messages
+    errors = [str(p) for p in validate_session(session, conversation=conversation) if p.level == "error"]
+    if not errors:
+        return  # (the session before is checked only when there is something to compare it with)
     had = {str(p) for p in validate_session(before, conversation=conversation) if p.level == "error"}
-    errors = [
-        str(p) for p in validate_session(session, conversation=conversation) if p.level == "error" and str(p) not in had
-    ]
+    errors = [e for e in errors if e not in had]
     if errors:
         raise UsageError("; ".join(errors))
 
