@@ -23,7 +23,9 @@ st.set_page_config(page_title="evalcore", page_icon=str(Path(__file__).parent / 
 _CSS = (
     # and narrower side margins than wide layout's 5rem: Review's transcript and panel get the width.
     "[data-testid='stMainBlockContainer']{padding-top:2.2rem;padding-bottom:3rem;padding-left:2rem;padding-right:2rem}"
-    "[data-testid='stTabs'] [role='tablist']{gap:.75rem}"  # Review's eight tabs in its half of the page
+    # Review's eight tabs in its part of the page (1400 px: all in sight, none behind the tab bar's arrow)
+    "[data-testid='stTabs'] [role='tablist']{gap:.4rem}"
+    "[data-testid='stTabs'] [role='tab'] p{font-size:.8rem}"
     # A tool's arguments and output (``st.text`` in a chat message): a quiet monospace box.
     "[data-testid='stChatMessage'] [data-testid='stText']{background:#f6f7f9;border-radius:.4rem;padding:.5rem .75rem}"
     "[data-testid='stChatMessage'] [data-testid='stText'] span{font-family:'Source Code Pro',monospace;"
