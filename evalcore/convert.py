@@ -16,7 +16,7 @@ from evalcore.formats.files import ReadResult
 from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
-from evalcore.schema import Problem, Session
+from evalcore.schema import Problem, Session, labels_of
 from evalcore.schema.session import TRUTH_FIELDS
 
 __all__ = ["ConvertReport", "FileProblem", "convert_file", "dropped_blocks", "validate_file"]
@@ -215,7 +215,8 @@ def dropped_blocks(session: Session, fmt: Format) -> list[Problem]:
     problems = []
     kept = fmt.kept_truth(session)
     lost_truth = [name for name in (*TRUTH_FIELDS, "turn_truth") if name not in kept and _has(session, name)]
-    if session.labels is not None and (session.labels.answers or session.labels.questions or session.labels.comments):
+    labels = labels_of(session)
+    if labels is not None and (labels.answers or labels.questions or labels.comments):
         lost_truth.append("labels")
     if lost_truth:
         problems.append(Problem("warning", None, f"{', '.join(lost_truth)} not carried by {fmt.name}: dropped"))

@@ -42,7 +42,7 @@ from evalcore.formats import get_format
 from evalcore.formats.base import Format, formats
 from evalcore.formats.files import SessionWriter
 from evalcore.schema import SCHEMA_VERSION as MODEL_SCHEMA_VERSION
-from evalcore.schema import Session
+from evalcore.schema import LabelledSession, Session
 from evalcore.store.access import User
 from evalcore.store.migrations import SCHEMA_VERSION
 from evalcore.store.queries import SessionFilter
@@ -192,7 +192,7 @@ class ExportStream:
 
     def _sessions(self) -> Iterator[Session]:
         """The sessions to write; in a lossless format (evalcore's) each with its labels — the answers and gold given
-        on it, the comments (``Session.labels``); in another, the sessions that have some are counted
+        on it, the comments (``LabelledSession.labels``); in another, the sessions that have some are counted
         (``labels_left``)."""
         labelled = self.store.answers.has_labels(self.dataset)
         chunk = min(500, self.limit or 500)
@@ -203,7 +203,7 @@ class ExportStream:
                 labels = {}
             for stored in sessions:
                 found = labels.get(stored.pk)
-                yield stored.session if found is None else stored.session.model_copy(update={"labels": found})
+                yield stored.session if found is None else LabelledSession(**stored.session.__dict__, labels=found)
 
     def _take(self, text: io.StringIO) -> bytes:
         chunk = text.getvalue().encode("utf-8")

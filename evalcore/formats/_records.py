@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from evalcore.errors import RecordError
 from evalcore.formats.jsonio import loads
-from evalcore.schema import Session
+from evalcore.schema import LabelledSession, Session
 
 __all__ = [
     "CallNames",
@@ -193,6 +193,8 @@ def _is_type_tag(part: str) -> bool:
 def build_session(data: dict[str, Any]) -> Session:
     """Validate canonical session data, turning a pydantic error into a ``RecordError``."""
     try:
+        if "labels" in data:  # (the evalcore format's: what people answered about it, carried with it)
+            return LabelledSession.model_validate(data)
         return Session.model_validate(data)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]

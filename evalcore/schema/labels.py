@@ -3,7 +3,7 @@ version answered) and the reviewers' comments — so that an export and an impor
 labeling programme.
 
 In the store they live apart from the session (``evalcore.store.answers``, ``questions``, ``labels``): an export
-in the evalcore format lays them on each session (``Session.labels``), an import stores them back
+in the evalcore format lays them on each session (``LabelledSession.labels``), an import stores them back
 (``evalcore.store.carried``). Drafts are their writers' own and never travel.
 """
 

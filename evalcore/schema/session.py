@@ -15,6 +15,7 @@ __all__ = [
     "STATUSES",
     "TRUTH_FIELDS",
     "ContextChunk",
+    "LabelledSession",
     "Provenance",
     "Session",
     "Status",
@@ -22,6 +23,7 @@ __all__ = [
     "ToolLinks",
     "TurnTruth",
     "Unlinked",
+    "labels_of",
     "tool_links",
 ]
 
@@ -99,9 +101,8 @@ class Session(BaseModel):
     provenance: Provenance | None = None
     trace: Any = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    # What people answered about it and the gold, carried by the evalcore format (``evalcore.schema.labels``); the
-    # store keeps them apart from the session, and lays them on it for an export in that format.
-    labels: Labels | None = None
+    # (21 fields: an instance's ``__dict__`` of 22 takes twice the memory, a cost every session read would pay.
+    # What only some sessions carry goes on a subclass: ``LabelledSession``.)
 
     def n_turns(self) -> int:
         """The number of turns (user messages)."""
@@ -163,6 +164,19 @@ class Session(BaseModel):
         if self.reference is not None:
             return self.reference
         return self.turn_truth[-1].ground_truth if self.turn_truth and self.turn_truth[-1].ground_truth else None
+
+
+class LabelledSession(Session):
+    """A session with the labels the evalcore format carries (``evalcore.schema.labels``): what people answered about
+    it, the gold, the reviewers' comments. Read from a file of that format when its record has them, and made by an
+    export in it; the store keeps them apart from the session (``evalcore.store.carried``)."""
+
+    labels: Labels | None = None
+
+
+def labels_of(session: Session) -> Labels | None:
+    """The labels ``session`` carries (a ``LabelledSession``'s), else None."""
+    return session.labels if isinstance(session, LabelledSession) else None
 
 
 #: The session-level ground truth a reviewer edits (besides per-turn truth, status and tags).

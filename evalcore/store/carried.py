@@ -1,4 +1,4 @@
-"""The labels that travel with sessions in the evalcore format (``Session.labels``, ``evalcore.schema.labels``):
+"""The labels that travel with sessions in the evalcore format (``LabelledSession.labels``, ``evalcore.schema.labels``):
 read from the store for an export (``labels_of``), stored back by an import (``store_carried``).
 
 What travels with a session is every submitted answer and every gold answer given on it or its turns (the reviewers'

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalcore.identity import identity_key
-from evalcore.schema import Session, block_text
+from evalcore.schema import Session, block_text, labels_of
 from evalcore.store.parts import Part, parts_of
 
 __all__ = [
@@ -155,7 +155,7 @@ class Row:
     tag_list: tuple[str, ...]  # the tags, one a row of session_tags
     outcomes: tuple[tuple[str, float], ...] = ()  # the scores that came with the data (``outcomes``)
     parts: tuple[Part, ...] = ()  # a large session's page index (``evalcore.store.parts``)
-    labels: str | None = None  # the answers and gold that came with the data (``Session.labels``), as JSON
+    labels: str | None = None  # the answers and gold that came with the data (``LabelledSession.labels``), as JSON
 
     def values(self) -> tuple[Any, ...]:
         """The values of ``ROW_COLUMNS``, in order."""
@@ -206,5 +206,5 @@ def row_for(dataset_id: int, source: str, session: Session) -> Row:
         p.source if p else None, p.format if p else None, p.position if p else None, p.line if p else None, data,
         content_hash, scan.search_text, scan.system_text, int(session.has_ground_truth()),
         tuple(session.tags), outcomes(session.scores) if session.scores else (), parts_of(session),
-        session.labels.model_dump_json(exclude_defaults=True) if session.labels is not None else None,
+        labels.model_dump_json(exclude_defaults=True) if (labels := labels_of(session)) is not None else None,
     )  # fmt: skip
