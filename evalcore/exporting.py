@@ -201,6 +201,10 @@ class ExportStream:
             if not self.format.lossless:
                 self.labels_left += len(labels)
                 labels = {}
+            if not labels:  # (most exports: the sessions as they are)
+                for stored in sessions:
+                    yield stored.session
+                continue
             for stored in sessions:
                 found = labels.get(stored.pk)
                 yield stored.session if found is None else LabelledSession(**stored.session.__dict__, labels=found)
