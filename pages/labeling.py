@@ -4,7 +4,7 @@ and the queues' settings."""
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.store.questions import KINDS, LEVELS, VERDICT_KEY
+from evalcore.store.questions import KINDS, LEVELS
 from evalcore.store.queues import MAX_OVERLAP
 from evalcore.views.labeling import (
     KIND_NOTES,
@@ -16,6 +16,7 @@ from evalcore.views.labeling import (
     queue_rows,
     reviewer_rows,
 )
+from evalcore.views.review.questions import has_verdict_questions
 from evalcore.views.text import literal_message, literal_name
 from pages import _shared
 
@@ -126,7 +127,7 @@ if admin:
         questions = store.questions.of(dataset, retired=True)
         if questions:
             _shared.table(question_rows(questions))
-            if any(VERDICT_KEY in q.spec for q in questions):
+            if has_verdict_questions(questions):
                 st.caption(
                     "A reviewer's pass / fail and rubric verdicts are answers to the questions they stand for (made "
                     "when first given): Review asks them on its Verdict tab until the dataset has questions of its "

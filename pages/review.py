@@ -32,7 +32,7 @@ from evalcore.views.review.questions import (
     questions_view,
 )
 from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
-from evalcore.views.review.transcript import page_transcript
+from evalcore.views.review.transcript import page_transcript, read_turn_page, turn_page_of_link
 from evalcore.views.review.weights import explain_weights, format_number
 from evalcore.views.review.weights import typed_weights as weights_typed
 from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
@@ -76,19 +76,16 @@ except NotFoundError as exc:  # it quotes the link's session: shown as text (a l
 # A large session is read a page at a time (``Sessions.page``); a small one whole, as it always was.
 page_key = f"turn_page-{pk}"
 wanted = st.query_params.get("turn")
-linked_page = None
-if wanted is not None and wanted.isdigit() and st.session_state.get("turn_deeplink") != (pk, wanted):
+linked_page = turn_page_of_link(wanted, TURNS_PER_PAGE)
+if linked_page is not None and st.session_state.get("turn_deeplink") != (pk, wanted):
     st.session_state["turn_deeplink"] = (pk, wanted)
-    linked_page = max(1, (int(wanted) - 1) // TURNS_PER_PAGE + 1)
-    st.session_state["turn_scroll"] = int(wanted) - 1  # the link's turn is scrolled to once it is drawn
-asked_page = max(1, linked_page or int(st.session_state.get(page_key, 1)))
-read = store.sessions.page(pk, (asked_page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
-pages = max(1, -(-read.n_turns // TURNS_PER_PAGE))
-page = min(pages, asked_page)
+    st.session_state["turn_scroll"] = int(str(wanted)) - 1  # the link's turn is scrolled to once it is drawn
+else:
+    linked_page = None  # (followed already: the page is the person's own choice since)
+window = read_turn_page(store.sessions, pk, linked_page or int(st.session_state.get(page_key, 1)), TURNS_PER_PAGE)
+read, page, pages = window.read, window.number, window.pages
 if linked_page is not None:
     st.session_state[page_key] = page
-if page != asked_page and not read.whole:
-    read = store.sessions.page(pk, (page - 1) * TURNS_PER_PAGE, TURNS_PER_PAGE)
 stored = read.stored
 session = stored.session  # (a large session's: its own fields, and the messages of the page)
 

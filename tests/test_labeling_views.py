@@ -99,7 +99,7 @@ def test_queue_rows(store: Store) -> None:
 def test_a_rubrics_verdict_is_asked_only_of_the_sessions_with_that_rubric(store: Store) -> None:
     from evalcore.schema import Session
     from evalcore.store.labels import LABEL, rubric_verdict
-    from evalcore.views.review.questions import asked_of, has_own_questions
+    from evalcore.views.review.questions import asked_of, has_own_questions, has_verdict_questions
 
     pk = store.sessions.pks("d")[0]
     ann = as_user(store, "ann", "reviewer")
@@ -107,6 +107,7 @@ def test_a_rubrics_verdict_is_asked_only_of_the_sessions_with_that_rubric(store:
     ann.labels.set_verdict(pk, rubric_verdict("tone"), 4)
     verdicts = store.questions.of("d")
     assert [q.name for q in verdicts] == ["Pass / fail", "tone"] and not has_own_questions(verdicts)
+    assert has_verdict_questions(verdicts) and not has_verdict_questions([])
     with_tone, without = Session(rubrics={"tone": "Is it polite?"}), Session(rubrics={"facts": "Are they right?"})
     assert [q.name for q in asked_of(verdicts, with_tone)] == ["Pass / fail", "tone"]
     assert [q.name for q in asked_of(verdicts, without)] == ["Pass / fail"]

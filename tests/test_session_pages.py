@@ -163,3 +163,18 @@ def test_a_large_session_stored_before_the_index_is_read_whole(store: Store, tmp
     assert import_file(store, path, "d", workers=1).updated == 1
     assert not store.sessions.page(pk, 8, 4).whole
     _check(store, pk)
+
+
+def test_the_page_of_turns_review_reads(store: Store, tmp_path: Path) -> None:
+    """``read_turn_page``: the page asked for, a page past the end read as the last; a link's ``turn=`` page."""
+    from evalcore.views.review.transcript import read_turn_page, turn_page_of_link
+
+    pk = _imported(store, tmp_path)
+    n_turns = store.sessions.get(pk).session.n_turns()
+    last = -(-n_turns // 4)
+    window = read_turn_page(store.sessions, pk, 2, 4)
+    assert (window.number, window.pages, window.read.first_turn, len(window.read.truth)) == (2, last, 4, 4)
+    beyond = read_turn_page(store.sessions, pk, last + 10, 4)
+    assert (beyond.number, beyond.read.first_turn) == (last, (last - 1) * 4)
+    assert read_turn_page(store.sessions, pk, 0, 4).number == 1
+    assert [turn_page_of_link(t, 4) for t in ("1", "4", "5", "0", "x", None, "²")] == [1, 1, 2, 1, None, None, None]

@@ -342,10 +342,10 @@ class Answers:
     def carried(self, pks: list[int]) -> dict[int, Labels]:
         """The labels of the sessions ``pks`` that have any, as the evalcore format carries them with each
         (``evalcore.store.carried``)."""
-        from evalcore.store.carried import labels_of
+        from evalcore.store.carried import read_carried
 
         with self._engine.read() as conn:
-            return labels_of(conn, pks)
+            return read_carried(conn, pks)
 
     def label_rows(self, dataset: str) -> Iterator[tuple[Any, ...]]:
         """Every submitted answer, then the gold, of the dataset's sessions as rows ``(session_id, assistant_id, turn,

@@ -1,5 +1,5 @@
 """The labels that travel with sessions in the evalcore format (``LabelledSession.labels``, ``evalcore.schema.labels``):
-read from the store for an export (``labels_of``), stored back by an import (``store_carried``).
+read from the store for an export (``read_carried``), stored back by an import (``store_carried``).
 
 What travels with a session is every submitted answer and every gold answer given on it or its turns (the reviewers'
 verdicts among them), the definition of each version of a question they answered, and the reviewers' comments. An
@@ -33,14 +33,14 @@ from evalcore.store.users import named_user
 if TYPE_CHECKING:
     from evalcore.store.engine import Conn
 
-__all__ = ["IMPORTED", "labels_of", "store_carried"]
+__all__ = ["IMPORTED", "read_carried", "store_carried"]
 
 #: The issuer of the users made for the people an import's labels name (``users.named_user``).
 IMPORTED = "evalcore:import"
 _CHUNK = 500
 
 
-def labels_of(conn: Conn, pks: Sequence[int]) -> dict[int, Labels]:
+def read_carried(conn: Conn, pks: Sequence[int]) -> dict[int, Labels]:
     """The labels of the sessions ``pks`` that have any: answers by question (in the dataset's order), turn, then
     submitted before gold, by person; the questions they answered, each version, in the same order."""
     rows: list[tuple[Any, ...]] = []

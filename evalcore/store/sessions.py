@@ -41,8 +41,8 @@ _SELECT = (
     "AND o.session_id = s.session_id AND o.id != s.id) "
     "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
 )
-# The same columns with the session's JSON left out (its message count in its place).
-_SELECT_HEAD = _SELECT.replace("s.data,", "s.n_messages,", 1)
+# The same columns with the JSON of a large session left out (NULL in its place): what a page reads first.
+_SELECT_SMALL = _SELECT.replace("s.data,", f"CASE WHEN s.n_messages > {PAGED_MESSAGES} THEN NULL ELSE s.data END,", 1)
 _SELECT_ID = _SELECT.replace("s.data,", "s.session_id,", 1)  # (its session_id in its place)
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
 # One session with the newest edit of each of its fields (``_last_edits``), in one statement: a row per such edit
@@ -73,9 +73,7 @@ class Sessions(Browsing, BulkChanges, Importing):
             return self._get(conn, pk)
 
     def _get(self, conn: Conn, pk: int) -> StoredSession:
-        if not -_INT64 <= pk < _INT64:  # beyond 64-bit integers: no such row
-            raise NotFoundError(f"no session #{pk}")
-        rows = conn.execute(_SELECT_ONE, [pk, pk]).fetchall()
+        rows = conn.execute(_SELECT_ONE, [pk, pk]).fetchall() if _storable(pk) else []
         if not rows:
             raise NotFoundError(f"no session #{pk}")
         edits = [_edit(r[_SESSION_WIDTH:]) for r in rows if r[_SESSION_WIDTH] is not None]
@@ -87,17 +85,16 @@ class Sessions(Browsing, BulkChanges, Importing):
         A large session (one with a page index, ``evalcore.store.parts``) is read a page at a time, never whole;
         a small one (or one stored before the index existed) is read whole."""
         with self._engine.read() as conn:
-            if not -_INT64 <= pk < _INT64:
-                raise NotFoundError(f"no session #{pk}")
-            row = conn.execute(f"{_SELECT_HEAD} WHERE s.id = ?", [pk]).fetchone()
+            # A small session's JSON comes with its row (read whole, as ``get`` reads it); a large one's is left.
+            row = conn.execute(f"{_SELECT_SMALL} WHERE s.id = ?", [pk]).fetchone() if _storable(pk) else None
             if row is None:
                 raise NotFoundError(f"no session #{pk}")
-            header = None
-            if row[4] > PAGED_MESSAGES:
-                header = conn.execute(
-                    "SELECT data, truth FROM session_parts WHERE session_pk = ? AND part = 0", [pk]
-                ).fetchone()
-            if header is None:
+            if row[4] is not None:
+                return _whole_page(self._stored(conn, row))
+            header = conn.execute(
+                "SELECT data, truth FROM session_parts WHERE session_pk = ? AND part = 0", [pk]
+            ).fetchone()
+            if header is None:  # (stored before the index existed: read whole)
                 return _whole_page(self._stored(conn, (*row[:4], _data(conn, pk), *row[5:])))
             facts = read_facts(header[1])
             first_turn = max(0, min(first_turn, facts.turns))
@@ -250,16 +247,14 @@ class Sessions(Browsing, BulkChanges, Importing):
     def _head(self, conn: Conn, pk: int) -> StoredSession:
         """The session stored under ``pk`` as its columns say it, its JSON not read: a session of its id, status and
         tags only (what a save of its status or tags needs)."""
-        if not -_INT64 <= pk < _INT64:
-            raise NotFoundError(f"no session #{pk}")
-        row = conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchone()
+        row = conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchone() if _storable(pk) else None
         if row is None:
             raise NotFoundError(f"no session #{pk}")
         return self._stored(conn, row, session=Session(session_id=row[4]))
 
     def _edits(self, conn: Conn, pk: int) -> list[Edit]:
         rows = conn.execute(f"SELECT {_EDIT_COLUMNS} FROM edits WHERE session_pk = ? ORDER BY id", [pk]).fetchall()
-        return [Edit(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], r[8], r[9]) for r in rows]
+        return [_edit(r) for r in rows]
 
     def _last_edits(self, conn: Conn, pk: int, *, turns: tuple[int, int] | None = None) -> list[Edit]:
         """The newest edit of each field (of the session, and of each turn), oldest first: each edit sets its field
@@ -280,10 +275,7 @@ class Sessions(Browsing, BulkChanges, Importing):
     def history(self, pk: int) -> list[Edit]:
         """Every edit of the session, oldest first."""
         with self._engine.read() as conn:
-            if (
-                not -_INT64 <= pk < _INT64
-                or conn.execute("SELECT 1 FROM sessions WHERE id = ?", [pk]).fetchone() is None
-            ):
+            if not _storable(pk) or conn.execute("SELECT 1 FROM sessions WHERE id = ?", [pk]).fetchone() is None:
                 raise NotFoundError(f"no session #{pk}")
             return self._edits(conn, pk)
 
@@ -468,6 +460,11 @@ class Sessions(Browsing, BulkChanges, Importing):
                 [(pk, t) for t in session.tags],
             )
         return bool(changed)
+
+
+def _storable(pk: int) -> bool:
+    """Whether ``pk`` can be a row's id (beyond 64-bit integers there is none: no query is asked)."""
+    return -_INT64 <= pk < _INT64
 
 
 def _data(conn: Conn, pk: int) -> str:

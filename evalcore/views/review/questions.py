@@ -22,6 +22,7 @@ __all__ = [
     "asked_of",
     "gold_table",
     "has_own_questions",
+    "has_verdict_questions",
     "gold_views",
     "questions_view",
 ]
@@ -34,6 +35,11 @@ def has_own_questions(questions: list[Question]) -> bool:
     """Whether the dataset asks questions of its own, besides those its reviewers' verdicts stand for: Review then
     asks them all on its Questions tab, in place of the Verdict tab."""
     return any(VERDICT_KEY not in q.spec for q in questions)
+
+
+def has_verdict_questions(questions: list[Question]) -> bool:
+    """Whether some of the dataset's questions stand for its reviewers' verdicts (made when first given)."""
+    return any(VERDICT_KEY in q.spec for q in questions)
 
 
 def asked_of(questions: list[Question], session: Session) -> list[Question]:

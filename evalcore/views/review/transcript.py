@@ -21,6 +21,7 @@ from evalcore.formats._blocks import TEXT_TYPES, image_url_of, media_of
 from evalcore.schema import ContextChunk, Message, Session, ToolCall, TurnTruth, block_text, tool_links
 from evalcore.schema.session import Unlinked
 from evalcore.store.records import SessionPage
+from evalcore.store.sessions import Sessions
 from evalcore.views.text import code_span, visible
 
 __all__ = [
@@ -32,13 +33,16 @@ __all__ = [
     "Item",
     "MessageView",
     "TranscriptView",
+    "TurnPage",
     "TurnView",
     "attachments",
     "is_long",
     "page_transcript",
     "pretty_json",
+    "read_turn_page",
     "run_error",
     "transcript",
+    "turn_page_of_link",
     "turn_count",
 ]
 
@@ -400,6 +404,35 @@ def page_transcript(page: SessionPage) -> TranscriptView:
         first_turn=page.first_turn,
         total_turns=page.n_turns,
     )
+
+
+@dataclass(frozen=True)
+class TurnPage:
+    """The page of turns Review shows (``read_turn_page``): what was read of the session, which page it is (from 1,
+    within the session's pages) and how many pages there are."""
+
+    read: SessionPage
+    number: int
+    pages: int
+
+
+def turn_page_of_link(turn: str | None, per_page: int) -> int | None:
+    """The page (from 1) of the turn a link names (``turn=N``, counted from 1), or None when it names none."""
+    if turn is None or not turn.isdigit() or not turn.isascii():
+        return None
+    return max(1, (int(turn) - 1) // per_page + 1)
+
+
+def read_turn_page(sessions: Sessions, pk: int, asked: int, per_page: int) -> TurnPage:
+    """Page ``asked`` (from 1) of the turns of session ``pk``, ``per_page`` a page, as the store reads it
+    (``Sessions.page``: a large session a page at a time): a page past the last is the last."""
+    asked = max(1, asked)
+    read = sessions.page(pk, (asked - 1) * per_page, per_page)
+    pages = max(1, -(-read.n_turns // per_page))
+    number = min(pages, asked)
+    if number != asked and not read.whole:  # (beyond the end: the last page is read instead)
+        read = sessions.page(pk, (number - 1) * per_page, per_page)
+    return TurnPage(read, number, pages)
 
 
 def run_error(session: Session) -> str | None:
