@@ -141,7 +141,7 @@ def test_an_adjudicator_settles_a_disagreement(db: Path, store: Store) -> None:
     table = ada.dataframe[0].value
     assert list(table.columns) == ["question", "ann", "bob", "cy", "agreed", "gold"]
     assert [list(r) for r in table.itertuples(index=False)] == [
-        ["Resolved?", "yes", "no", "yes", "", ""],
+        ["Resolved?", "yes", "no", "yes", "no", ""],  # (they differ: said so)
         ["Quality", "3", "3", "3", "yes", ""],
     ]
     by_prefix(ada.segmented_control, f"g-{ids['Resolved?']}-").set_value("yes")

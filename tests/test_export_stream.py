@@ -210,6 +210,8 @@ def test_preview_counts_and_shows_the_first_records_literally(store: Store) -> N
     assert json.loads(preview.records[0])["messages"][0]["content"].startswith("long question 0")
     odd = json.loads(preview.records[3])  # one record, though it holds U+2028 and U+0085
     assert ODD in odd["messages"][0]["content"] and XSS[0] in preview.records[3]
+    # Shown as JSON's escapes (the same JSON), never applied: U+2028 breaks no line, a bidi control reorders nothing.
+    assert "\u2028" not in preview.records[3] and "\\u2028" in preview.records[3]
     assert "The first 5 records of the file (400 sessions)" in preview.caption
     short = export_preview(store, "long", "evalcore", SessionFilter(), limit=1, max_lines=6)
     assert short.records[0].count("\n") == 6 and "more lines in the file" in short.records[0]

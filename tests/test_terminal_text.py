@@ -163,3 +163,17 @@ def test_errors_and_usage_errors_print_what_was_typed_as_text(tmp_path: Path) ->
     assert "nope" in proc.stderr
     proc = run("import", "a.jsonl", "--dataset", f" {ESC}[2J\u202e", "--db", str(tmp_path / "x.db"))
     _no_raw_controls(proc.stderr)
+
+
+def test_json_shown_with_its_invisible_characters_escaped() -> None:
+    import json
+
+    from evalcore._infra.printable import visible_json
+
+    value = {"session_id": "gnp\u202eexe.png", "z": "\u200b\u200b", "astral": "\U000e0001", "ok": "é ✓\n"}
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    shown = visible_json(text)
+    assert "\u202e" not in shown and "\\u202e" in shown and "\\u200b\\u200b" in shown and "\\udb40\\udc01" in shown
+    assert json.loads(shown) == value and "é ✓" in shown and shown.count("\n") == text.count("\n")
+    assert visible_json(text.replace("\u202e", "")) != text  # (the zero-width ones)
+    assert visible_json('{"a": "plain"}') == '{"a": "plain"}'

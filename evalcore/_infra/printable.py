@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["visible"]
+__all__ = ["visible", "visible_json"]
 
 # Printable by Python's rules, yet drawn as nothing (or as a blank of no width).
 _BLANK = re.compile(
@@ -57,4 +57,22 @@ def visible(text: str, *, lines: bool = False) -> str:
             out.append(char)
         else:
             out.append(_escape(char))
+    return "".join(out)
+
+
+def visible_json(text: str) -> str:
+    """JSON text (line breaks kept) with each character ``visible`` would escape written as JSON's own escape
+    (``\\u202e``; a surrogate pair beyond the BMP): the same JSON, showing what is there. (Such characters are only
+    ever inside JSON's strings, where the escape means the same character.)"""
+    if text.isprintable() and not _BLANK.search(text):
+        return text
+    out = []
+    for char in text:
+        if (char.isprintable() and not _BLANK.match(char)) or char == "\n":
+            out.append(char)
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            high, low = divmod(ord(char) - 0x10000, 0x400)
+            out.append(f"\\u{0xD800 + high:04x}\\u{0xDC00 + low:04x}")
     return "".join(out)

@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from evalcore._infra.printable import visible_json
 from evalcore.errors import UsageError
 from evalcore.exporting import ExportStream, manifest_bytes, scores_csv, scores_jsonl
 from evalcore.formats.base import formats
@@ -121,7 +122,9 @@ def _pretty(line: str, max_lines: int) -> str:
     if len(lines) > max_lines:
         more = len(lines) - max_lines
         lines = [*lines[:max_lines], f"… {more:,} more line{'' if more == 1 else 's'} in the file"]
-    return "\n".join(lines)
+    # A right-to-left override or an invisible character in a value is shown as JSON's escape of it (``\u202e``:
+    # the same JSON), never applied: it would reorder or hide what the preview shows.
+    return visible_json("\n".join(lines))
 
 
 class ExportDownload:

@@ -211,7 +211,7 @@ def gold_table(choices: list[GoldChoice]) -> list[dict[str, str]]:
     for c in choices:
         row = {"question": visible(c.form.question.name)}
         row.update({visible(p): visible(answer_text(c.answers[p])) if p in c.answers else "" for p in people})
-        row["agreed"] = "yes" if c.agreed else ""
+        row["agreed"] = "yes" if c.agreed else ("no" if len(c.answers) > 1 else "")  # (one answer: nothing to agree)
         row["gold"] = "" if c.gold is None else visible(answer_text(c.gold)) + f" ({visible(c.gold_by or '')})"
         rows.append(row)
     return rows
