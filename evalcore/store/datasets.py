@@ -106,12 +106,17 @@ class Datasets:
         # Each count from one index alone (idx_sessions_status, idx_sessions_has_truth, idx_sessions_format), not
         # from the sessions' rows: this runs on every visit of the Datasets page.
         with self._engine.read() as conn:
-            counts = conn.execute("SELECT dataset_id, status, count(*) FROM sessions GROUP BY dataset_id, status")
+            if self._engine.keeps_counts:  # (PostgreSQL: the counts it keeps)
+                counts = conn.execute(
+                    "SELECT dataset_id, status, sum(n) FROM session_counts WHERE n > 0 GROUP BY dataset_id, status"
+                )
+                with_truth = "SELECT dataset_id, sum(n) FROM session_counts WHERE has_truth = 1 GROUP BY dataset_id"
+            else:
+                counts = conn.execute("SELECT dataset_id, status, count(*) FROM sessions GROUP BY dataset_id, status")
+                with_truth = "SELECT dataset_id, count(*) FROM sessions WHERE has_truth = 1 GROUP BY dataset_id"
             for dataset_id, status, n in counts:
                 per.setdefault(dataset_id, dict.fromkeys(STATUSES, 0))[status] = n
-            truth.update(
-                conn.execute("SELECT dataset_id, count(*) FROM sessions WHERE has_truth = 1 GROUP BY dataset_id")
-            )
+            truth.update(conn.execute(with_truth))
             for dataset_id, fmt in conn.execute(
                 "SELECT dataset_id, format FROM sessions WHERE format IS NOT NULL GROUP BY dataset_id, format "
                 "ORDER BY dataset_id, format"

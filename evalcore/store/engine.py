@@ -125,6 +125,14 @@ class Engine(ABC):
     #: Appended to a SELECT whose rows the transaction is about to change, so that no other writer changes
     #: them in between (SQLite's writers already wait for each other).
     for_update: str = ""
+    #: Whether the database keeps how many sessions of each dataset have each status, assistant and ground-truth
+    #: mark (``session_counts``, PostgreSQL's: its ``count(*)`` is slower than SQLite's).
+    keeps_counts: bool = False
+
+    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
+        """Run ``sql``, whose result is not read, in ``conn``'s transaction: PostgreSQL sends it with the next
+        statement or the COMMIT (a round trip fewer; a failure fails the transaction there)."""
+        conn.execute(sql, parameters)
 
     def page(self, columns: str, body: str, order: str) -> str:
         """A page of sessions: ``SELECT columns body ORDER BY order``, then ``LIMIT ? OFFSET ?`` (its two last
@@ -172,7 +180,7 @@ class Engine(ABC):
     @abstractmethod
     def after_copy(self, conn: Conn) -> None:
         """Make what ``evalcore db copy`` wrote whole, in its transaction: SQLite's search index built from the
-        sessions, PostgreSQL's id sequences moved past the ids copied in."""
+        sessions, PostgreSQL's id sequences moved past the ids copied in and its counts of sessions made again."""
 
     #: The migrations applied as this engine opened its database (SQLite migrates a file on opening it).
     applied_on_open: tuple[str, ...] = ()

@@ -221,6 +221,58 @@ _SEARCH_SYSTEM_TEXT = [
     "ON CONFLICT (key) DO NOTHING",
 ]
 
+# How many sessions of each dataset have each status, assistant and ground-truth mark (PostgreSQL only): its
+# count(*) visits every matching index entry (3.5 ms for 100,000 sessions, where SQLite's takes 2), and every page
+# of the Sessions page counts its matches. ``assistant``: '' for none, else '=' and the assistant. An import counts
+# the sessions it adds (``PostgresEngine.insert_sessions``: a trigger's table of the new rows would hold each whole,
+# its texts not yet moved out of line); triggers count what changes and goes, a statement at a time (a save that
+# changes none of the four writes nothing), the rows of a change in key order (two at once lock them alike).
+COUNTED_ASSISTANT = "coalesce('=' || {p}assistant_id, '')"
+COUNT_ADD = (
+    "INSERT INTO session_counts AS c (dataset_id, status, assistant, has_truth, n) {rows} "
+    "ON CONFLICT (dataset_id, status, assistant, has_truth) DO UPDATE SET n = c.n + excluded.n"
+)
+_CHANGED = (
+    "(o.dataset_id, o.status, o.assistant_id, o.has_truth) IS DISTINCT FROM "
+    "(w.dataset_id, w.status, w.assistant_id, w.has_truth)"
+)
+_COUNT_ALL = (
+    f"SELECT dataset_id, status, {COUNTED_ASSISTANT.format(p='')}, has_truth, count(*) FROM sessions "
+    "GROUP BY 1, 2, 3, 4"
+)
+#: Counting every session again (after ``evalcore db copy``).
+RECOUNT = [
+    "DELETE FROM session_counts",
+    f"INSERT INTO session_counts (dataset_id, status, assistant, has_truth, n) {_COUNT_ALL}",
+]
+_SESSION_COUNTS = [
+    "CREATE TABLE session_counts (dataset_id BIGINT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
+    "status TEXT NOT NULL, assistant TEXT NOT NULL, has_truth BIGINT NOT NULL, n BIGINT NOT NULL, "
+    "PRIMARY KEY (dataset_id, status, assistant, has_truth))",
+    "CREATE FUNCTION evalcore_count_sessions() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "IF TG_OP = 'DELETE' THEN "  # (not for the sessions of a dataset deleted: its counts go with it)
+    + COUNT_ADD.format(
+        rows=f"SELECT dataset_id, status, {COUNTED_ASSISTANT.format(p='')}, has_truth, -count(*) FROM old_rows "
+        "WHERE EXISTS (SELECT 1 FROM datasets d WHERE d.id = old_rows.dataset_id) "
+        "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
+    )
+    + "; ELSE "
+    + COUNT_ADD.format(
+        rows="SELECT k.dataset_id, k.status, k.assistant, k.has_truth, sum(k.d) FROM ("
+        f"SELECT o.dataset_id, o.status, {COUNTED_ASSISTANT.format(p='o.')} AS assistant, o.has_truth, -1 AS d "
+        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED} UNION ALL "
+        f"SELECT w.dataset_id, w.status, {COUNTED_ASSISTANT.format(p='w.')}, w.has_truth, 1 "
+        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED}"
+        ") k GROUP BY 1, 2, 3, 4 HAVING sum(k.d) <> 0 ORDER BY 1, 2, 3, 4"
+    )
+    + "; END IF; RETURN NULL; END $$",
+    "CREATE TRIGGER sessions_counted_delete AFTER DELETE ON sessions REFERENCING OLD TABLE AS old_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION evalcore_count_sessions()",
+    "CREATE TRIGGER sessions_counted_update AFTER UPDATE ON sessions REFERENCING OLD TABLE AS old_rows "
+    "NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION evalcore_count_sessions()",
+    RECOUNT[1],
+]
+
 #: Every migration, in the order they apply: (name, statements).
 MIGRATIONS: list[tuple[str, list[str]]] = [
     ("0001_initial", _INITIAL),
@@ -237,4 +289,5 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),  # fmt: skip
     ("0008_session_parts", list(SESSION_PARTS_TABLES)),  # as SQLite's 0016
+    ("0009_session_counts", _SESSION_COUNTS),  # (PostgreSQL only)
 ]

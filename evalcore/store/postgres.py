@@ -29,7 +29,7 @@ import select
 import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -38,7 +38,7 @@ from evalcore.errors import DatabaseFaultError, SchemaVersionError, UsageError
 from evalcore.store import search
 from evalcore.store.engine import Conn, Cursor, Engine
 from evalcore.store.jsontext import loads
-from evalcore.store.pg_migrations import MIGRATIONS
+from evalcore.store.pg_migrations import COUNT_ADD, MIGRATIONS, RECOUNT
 from evalcore.store.rows import ROW_COLUMNS, Row
 
 __all__ = ["PostgresEngine", "public_url"]
@@ -187,22 +187,79 @@ class _PgCursor:
 
 
 class _PgConn:
-    """A pooled psycopg connection speaking the repositories' SQL."""
+    """A pooled psycopg connection speaking the repositories' SQL.
 
-    def __init__(self, conn: Any, engine: PostgresEngine) -> None:
+    In a transaction (``opening``), its BEGIN goes with the first statement, and statements whose result is not
+    read (``defer``) go with the next one or with the COMMIT: in one round trip each (psycopg's pipeline mode),
+    for every round trip is a wait for the server, and a longer one on a busy machine."""
+
+    def __init__(self, conn: Any, engine: PostgresEngine, *, opening: bool = False) -> None:
         self.raw = conn
         self._engine = engine
+        self._opening = opening  # BEGIN not sent yet
+        self.begun = False
+        self._deferred: list[tuple[str, Sequence[Any]]] = []
+
+    def _send(self, cursor: Any, sql: str, parameters: Sequence[Any]) -> None:
+        if parameters:
+            cursor.execute(_translate(sql), list(parameters))
+        else:  # no parameter: psycopg sends the statement as it is (a % stays a %)
+            cursor.execute(sql)
+
+    def _pending(self) -> bool:
+        return self._opening or bool(self._deferred)
+
+    def _flush_into(self, cursor: Any) -> None:
+        """Queue BEGIN and the deferred statements (in pipeline mode)."""
+        if self._opening:
+            self.raw.execute("BEGIN")
+            self._opening, self.begun = False, True
+        deferred, self._deferred = self._deferred, []
+        for sql, parameters in deferred:
+            self._send(self.raw.cursor(), sql, parameters)
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         cursor = self.raw.cursor()
         with self._engine.translating():
-            if parameters:
-                cursor.execute(_translate(sql), list(parameters))
-            else:  # no parameter: psycopg sends the statement as it is (a % stays a %)
-                cursor.execute(sql)
+            if self._pending():
+                with self.raw.pipeline() as pipeline:
+                    self._flush_into(cursor)
+                    self._send(cursor, sql, parameters)
+                    pipeline.sync()
+            else:
+                self._send(cursor, sql, parameters)
         return _PgCursor(cursor, self._engine)
 
+    def defer(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
+        """Run ``sql`` with the next statement or the COMMIT (its result is not read; a failure fails the
+        transaction there)."""
+        self._deferred.append((sql, parameters))
+
+    def ready(self) -> None:
+        """Send what waits (BEGIN, deferred statements) now: before a COPY or a named cursor, which pipeline mode
+        does not take."""
+        if self._pending():
+            with self._engine.translating(), self.raw.pipeline():
+                self._flush_into(self.raw.cursor())
+
+    def finish(self, command: str) -> None:
+        """End the transaction with ``command`` (COMMIT or ROLLBACK), what waits sent with it."""
+        if command == "ROLLBACK":
+            self._opening, self._deferred = False, []
+            if self.begun:
+                self.begun = False
+                self.raw.execute("ROLLBACK")
+            return
+        if not self.begun and not self._deferred:  # nothing was asked: no transaction to end
+            self._opening = False
+            return
+        with self._engine.translating(), self.raw.pipeline():
+            self._flush_into(self.raw.cursor())
+            self.raw.execute(command)
+        self.begun = False
+
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        self.ready()
         cursor = self.raw.cursor()
         with self._engine.translating():
             cursor.executemany(_translate(sql), [list(p) for p in parameters])
@@ -210,6 +267,7 @@ class _PgConn:
 
     def stream(self, sql: str, parameters: Sequence[Any], *, size: int = 500) -> Iterator[Any]:
         """The rows of a big result, ``size`` at a time from the server (a named cursor in a transaction)."""
+        self.ready()
         with self._engine.translating(), self.raw.transaction(), self.raw.cursor(name="evalcore_stream") as cursor:
             cursor.itersize = size
             cursor.execute(_translate(sql), list(parameters))
@@ -258,6 +316,7 @@ class PostgresEngine(Engine):
 
     kind = "postgresql"
     for_update = " FOR UPDATE"
+    keeps_counts = True
 
     def __init__(self, url: str, *, pool_size: int = 10, check: bool = True) -> None:
         super().__init__()
@@ -342,8 +401,15 @@ class PostgresEngine(Engine):
 
     @contextmanager
     def _transaction(self) -> Iterator[Conn]:
-        with self._borrowed() as conn, self.translating(), conn.transaction():
-            yield _PgConn(conn, self)
+        with self._borrowed() as raw, self.translating():
+            conn = _PgConn(raw, self, opening=True)
+            try:
+                yield conn
+                conn.finish("COMMIT")
+            except BaseException:
+                with suppress(Exception):  # (a lost connection: the server rolled back; the pool drops it)
+                    conn.finish("ROLLBACK")
+                raise
 
     def close(self) -> None:
         with self._pool_lock:
@@ -443,8 +509,13 @@ class PostgresEngine(Engine):
             f"ORDER BY {order}"
         )
 
+    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
+        assert isinstance(conn, _PgConn)
+        conn.defer(sql, parameters)
+
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
         assert isinstance(conn, _PgConn)
+        conn.ready()
         columns = ", ".join(_INSERT_COLUMNS)
         with (
             self.translating(),
@@ -456,6 +527,20 @@ class PostgresEngine(Engine):
                 values[_SEARCH_AT], values[_SYSTEM_AT] = search.documents(values[_SEARCH_AT], values[_SYSTEM_AT])
                 values[_TITLE_AT] = values[_TITLE_AT].replace("\x00", "")
                 copy.write_row((*values, stamp, stamp))
+        counted: dict[tuple[int, str, str, int], int] = {}  # (the counts it keeps: see pg_migrations)
+        for row in rows:
+            key = (
+                row.dataset_id,
+                row.status,
+                "" if row.assistant_id is None else "=" + row.assistant_id,
+                row.has_truth,
+            )
+            counted[key] = counted.get(key, 0) + 1
+        if counted:
+            conn.defer(
+                COUNT_ADD.format(rows="VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * len(counted))),
+                [value for key, n in sorted(counted.items()) for value in (*key, n)],
+            )
 
     def lock_dataset(self, conn: Conn, dataset_id: int) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(?)", [_IMPORT_LOCK + dataset_id])
@@ -467,6 +552,8 @@ class PostgresEngine(Engine):
         return "(SELECT unnest(CAST(? AS bigint[])))", [ids]
 
     def after_copy(self, conn: Conn) -> None:
+        for statement in RECOUNT:
+            conn.execute(statement)
         for table in (
             "users",
             "datasets",

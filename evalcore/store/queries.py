@@ -125,6 +125,26 @@ def _query(engine: Engine, dataset_id: int, f: SessionFilter, *, with_score: boo
     return " ".join(sql) + " WHERE " + " AND ".join(where), args
 
 
+def _counted(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, list[Any]] | None:
+    """How many sessions ``f`` matches, read from the counts the database keeps (``engine.keeps_counts``), when
+    ``f`` asks only what they are counted by (status, assistant, ground truth); else None (count them)."""
+    if not engine.keeps_counts or f.tags or (f.search is not None and f.search.strip()):
+        return None
+    if f.run_id is not None or f.metric is not None or f.min_score is not None or f.max_score is not None:
+        return None
+    where, args = ["dataset_id = ?"], list[Any]([dataset_id])
+    if f.status:
+        where.append(f"status IN ({','.join('?' * len(f.status))})")
+        args += f.status
+    if f.assistant:
+        where.append("assistant = ?")
+        args.append("=" + f.assistant)
+    if f.has_truth is not None:
+        where.append("has_truth = ?")
+        args.append(int(f.has_truth))
+    return f"SELECT coalesce(sum(n), 0) FROM session_counts WHERE {' AND '.join(where)}", args
+
+
 @dataclass(frozen=True)
 class Facets:
     """What the filters of a dataset can offer, with counts: statuses, tags, assistants, ground truth."""
@@ -171,6 +191,18 @@ class Browsing:
             self._engine, self._store.datasets.id_of(dataset), filters or SessionFilter(), with_score=with_score
         )
 
+    def _counting(
+        self, dataset: str, filters: SessionFilter | None, *, with_score: bool = False
+    ) -> tuple[str, list[Any], str, list[Any]]:
+        """``_where``'s SQL and parameters, then those of the statement counting its matches."""
+        f = filters or SessionFilter()
+        dataset_id = self._store.datasets.id_of(dataset)
+        body, args = _query(self._engine, dataset_id, f, with_score=with_score)
+        counted = _counted(self._engine, dataset_id, f)
+        if counted is None:
+            return body, args, f"SELECT count(*) {body}", args
+        return body, args, *counted
+
     def browse(
         self,
         dataset: str,
@@ -186,7 +218,7 @@ class Browsing:
             raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
         limit = _whole("the page size (limit)", limit)
         offset = _whole("the offset", offset)
-        body, args = self._where(dataset, filters, with_score=sort == "score")
+        body, args, counting, count_args = self._counting(dataset, filters, with_score=sort == "score")
         # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
         direction = "DESC" if descending else "ASC"
         order = f"{_order(SORTS[sort], direction)}, s.id {direction}"
@@ -200,7 +232,7 @@ class Browsing:
             if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
                 total = offset + len(rows)  # the last page: the count is known without counting
             else:
-                total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
+                total = conn.execute(counting, count_args).fetchone()[0]
             shared = _shared_ids(conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
         items = [
             SessionSummary(
@@ -272,25 +304,21 @@ class Browsing:
 
     def count(self, dataset: str, filters: SessionFilter | None = None) -> int:
         """How many of the dataset's sessions match ``filters``."""
-        body, args = self._where(dataset, filters)
+        _, _, counting, args = self._counting(dataset, filters)
         with self._engine.read() as conn:
-            return int(conn.execute(f"SELECT count(*) {body}", args).fetchone()[0])
+            return int(conn.execute(counting, args).fetchone()[0])
 
     def facets(self, dataset: str) -> Facets:
         """The dataset's statuses, tags and assistants with how many sessions have each (most first)."""
         dataset_id = self._store.datasets.id_of(dataset)
         statuses = {s: 0 for s in STATUSES}
         with self._engine.read() as conn:
+            if self._engine.keeps_counts:
+                return self._kept_facets(conn, dataset_id, statuses)
             by_status = "SELECT status, count(*) FROM sessions WHERE dataset_id = ? GROUP BY status"
             for status, n in conn.execute(by_status, [dataset_id]):
                 statuses[status] = n
-            tags = dict(
-                conn.execute(
-                    "SELECT t.tag, count(*) AS n FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
-                    "WHERE s.dataset_id = ? GROUP BY t.tag ORDER BY n DESC, t.tag",
-                    [dataset_id],
-                ).fetchall()
-            )
+            tags = self._tag_counts(conn, dataset_id)
             assistants = dict(
                 conn.execute(
                     "SELECT assistant_id, count(*) AS n FROM sessions WHERE dataset_id = ? "
@@ -302,6 +330,31 @@ class Browsing:
                 "SELECT count(*) FROM sessions WHERE dataset_id = ? AND has_truth = 1", [dataset_id]
             ).fetchone()[0]
         return Facets(sum(statuses.values()), statuses, tags, assistants, int(with_truth))
+
+    def _kept_facets(self, conn: Conn, dataset_id: int, statuses: dict[str, int]) -> Facets:
+        """``facets`` from the counts the database keeps (``engine.keeps_counts``), the tags' counted."""
+        by_assistant: dict[str, int] = {}
+        with_truth = 0
+        for status, assistant, has_truth, n in conn.execute(
+            "SELECT status, assistant, has_truth, n FROM session_counts WHERE dataset_id = ? AND n > 0", [dataset_id]
+        ):
+            statuses[status] = statuses.get(status, 0) + n
+            if assistant:
+                by_assistant[assistant[1:]] = by_assistant.get(assistant[1:], 0) + n
+            with_truth += n if has_truth else 0
+        assistants = dict(sorted(by_assistant.items(), key=lambda kv: (-kv[1], kv[0])))
+        tags = self._tag_counts(conn, dataset_id)
+        return Facets(sum(statuses.values()), statuses, tags, assistants, with_truth)
+
+    @staticmethod
+    def _tag_counts(conn: Conn, dataset_id: int) -> dict[str, int]:
+        return dict(
+            conn.execute(
+                "SELECT t.tag, count(*) AS n FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
+                "WHERE s.dataset_id = ? GROUP BY t.tag ORDER BY n DESC, t.tag",
+                [dataset_id],
+            ).fetchall()
+        )
 
     def assistants(self, dataset: str) -> dict[int, str | None]:
         """Each session's assistant, by ``pk``."""
@@ -371,7 +424,7 @@ class Browsing:
         if sort not in SORTS:
             raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
         pk = _whole("the session", pk, minimum=1)
-        body, args = self._where(dataset, f, with_score=sort == "score")
+        body, args, counting, count_args = self._counting(dataset, f, with_score=sort == "score")
         column = SORTS[sort]
         with self._engine.read() as conn:
             if column == "s.id":
@@ -397,7 +450,7 @@ class Browsing:
                 f"SELECT s.id {body} AND {before} ORDER BY {_order(column, back)}, s.id {back} LIMIT 1",
                 [*args, *before_args],
             ).fetchone()
-            total = conn.execute(f"SELECT count(*) {body}", args).fetchone()[0]
+            total = conn.execute(counting, count_args).fetchone()[0]
             matches = conn.execute(f"SELECT 1 {body} AND s.id = ?", [*args, pk]).fetchone() is not None
             index = None
             if matches:

@@ -361,11 +361,11 @@ class Sessions(Browsing, BulkChanges, Importing):
         Only the final state is checked, so that changes which are valid together (two qa_ids
         swapped, say) are accepted; a problem the session already had does not block a save.
         """
-        self._store.require("review", "change a session's ground truth or status")
         # Status and tags alone (Approve & next): the session's JSON is not read, nor its search text written (it
         # holds neither); its own columns say all a save checks.
         light = all(turn is None and not changes.keys() - {"status", "tags"} for turn, changes in groups)
         with self._engine.write() as conn:
+            self._store.require("review", "change a session's ground truth or status")  # (in it: no round trip more)
             author, author_id = self._store.author(conn)
             stored = self._head(conn, pk) if light else self._get(conn, pk)
             if stored.version != base_version:
@@ -394,9 +394,10 @@ class Sessions(Browsing, BulkChanges, Importing):
                 raise self._conflict(conn, self._head(conn, pk), base_version)
             rows = [(pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
                     for t, name, old, new in edits]  # fmt: skip
-            for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each: one round trip to a server)
+            for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each, sent with the COMMIT)
                 chunk = rows[start : start + _EDITS_AT_ONCE]
-                conn.execute(
+                self._engine.defer(
+                    conn,
                     "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
                     "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
                     [value for row in chunk for value in row],
