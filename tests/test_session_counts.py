@@ -226,3 +226,37 @@ def test_two_writers_changing_statuses_at_once_keep_the_counts(store_url: str, t
     assert not errors, errors
     with open_store(store_url) as store:
         _check(store, "d")
+
+
+def test_a_page_after_another_process_renamed_deleted_or_made_the_dataset_again(store_url: str, tmp_path: Path) -> None:
+    """A page uses the dataset's id this process read before, checked in the same round trip: a dataset renamed,
+    deleted, or deleted and made again under its name since is found as it is now."""
+    from evalcore.errors import NotFoundError
+
+    with open_store(store_url) as mine, open_store(store_url) as theirs:
+        import_file(as_user(mine, "ann"), write_jsonl(tmp_path / "a.jsonl", _sessions(6)), "d")
+        assert mine.sessions.browse("d").total == 6  # (its id now known to this store)
+        as_user(theirs, "bob").datasets.rename("d", "e")
+        with pytest.raises(NotFoundError, match="no dataset named 'd'"):
+            mine.sessions.browse("d")
+        assert mine.sessions.browse("e").total == 6
+        import_file(as_user(theirs, "bob"), write_jsonl(tmp_path / "b.jsonl", _sessions(2, offset=50)), "d")
+        page = mine.sessions.browse("d")
+        assert (page.total, [s.session_id for s in page.items]) == (2, ["s50", "s51"])
+        as_user(theirs, "bob").datasets.delete("e", confirm="e")
+        with pytest.raises(NotFoundError):
+            mine.sessions.browse("e", offset=10)
+        as_user(theirs, "bob").datasets.delete("d", confirm="d")
+        import_file(as_user(theirs, "bob"), write_jsonl(tmp_path / "c.jsonl", _sessions(3, offset=70)), "d")
+        assert [s.session_id for s in mine.sessions.browse("d").items] == ["s70", "s71", "s72"]
+
+
+def test_a_page_says_which_sessions_share_their_id(store: Store, tmp_path: Path) -> None:
+    """Two assistants' answers to one conversation are two sessions with one session id: their links tell them apart,
+    on the page as on the session read whole (the page says it in its own round trip on PostgreSQL)."""
+    rows = [_session(1, assistant="alpha"), _session(1, assistant="beta"), _session(2, assistant="alpha")]
+    import_file(as_user(store, "ann"), write_jsonl(tmp_path / "a.jsonl", rows), "d")
+    page = store.sessions.browse("d")
+    assert [s.shared for s in page.items] == [True, True, False]
+    assert [s.link for s in page.items] == [store.sessions.get(s.pk).link for s in page.items]
+    assert len({s.link for s in page.items}) == 3

@@ -76,12 +76,19 @@ class Datasets:
             )
         return self.get(name)
 
-    def id_of(self, name: str) -> int:
-        """The id of the dataset called ``name`` (raises ``NotFoundError`` when there is none)."""
+    def id_of(self, name: str, *, fresh: bool = True) -> int:
+        """The id of the dataset called ``name`` (raises ``NotFoundError`` when there is none). Not ``fresh``: the id
+        this process last read for the name, which a rename or a deletion since may have made wrong (the caller
+        checks it, in the statement that uses it)."""
+        known = self._engine.dataset_ids
+        if not fresh and name in known:
+            return known[name]
         with self._engine.read() as conn:
             row = conn.execute("SELECT id FROM datasets WHERE name = ?", [name]).fetchone()
         if row is None:
+            known.pop(name, None)
             raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.names()) or 'none'}")
+        known[name] = int(row[0])
         return int(row[0])
 
     def names(self) -> list[str]:

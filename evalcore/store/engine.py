@@ -70,6 +70,8 @@ class Engine(ABC):
 
     def __init__(self) -> None:
         self._local = threading.local()
+        #: Each dataset's id by name, as this process last read it (``datasets.id_of(name, fresh=False)``).
+        self.dataset_ids: dict[str, int] = {}
         _ENGINES.add(self)
 
     # -- connections ---------------------------------------------------------------------------
@@ -128,6 +130,14 @@ class Engine(ABC):
     #: Whether the database keeps how many sessions of each dataset have each status, assistant and ground-truth
     #: mark (``session_counts``, PostgreSQL's: its ``count(*)`` is slower than SQLite's).
     keeps_counts: bool = False
+
+    #: Whether a statement that may be needed is better sent with others at once than asked for after (a round
+    #: trip to a server costs more than a small statement; SQLite has none).
+    speculates: bool = False
+
+    def run_all(self, conn: Conn, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """The rows of each statement (PostgreSQL: all sent at once, in one round trip)."""
+        return [conn.execute(sql, parameters).fetchall() for sql, parameters in statements]
 
     def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
         """Run ``sql``, whose result is not read, in ``conn``'s transaction: PostgreSQL sends it with the next

@@ -209,7 +209,7 @@ class _PgConn:
     def _pending(self) -> bool:
         return self._opening or bool(self._deferred)
 
-    def _flush_into(self, cursor: Any) -> None:
+    def _flush_into(self) -> None:
         """Queue BEGIN and the deferred statements (in pipeline mode)."""
         if self._opening:
             self.raw.execute("BEGIN")
@@ -223,12 +223,23 @@ class _PgConn:
         with self._engine.translating():
             if self._pending():
                 with self.raw.pipeline() as pipeline:
-                    self._flush_into(cursor)
+                    self._flush_into()
                     self._send(cursor, sql, parameters)
                     pipeline.sync()
             else:
                 self._send(cursor, sql, parameters)
         return _PgCursor(cursor, self._engine)
+
+    def run_all(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """The rows of each statement, all sent at once (one round trip)."""
+        cursors = [self.raw.cursor() for _ in statements]
+        with self._engine.translating():
+            with self.raw.pipeline() as pipeline:
+                self._flush_into()
+                for cursor, (sql, parameters) in zip(cursors, statements, strict=True):
+                    self._send(cursor, sql, parameters)
+                pipeline.sync()
+            return [list(cursor.fetchall()) for cursor in cursors]
 
     def defer(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
         """Run ``sql`` with the next statement or the COMMIT (its result is not read; a failure fails the
@@ -240,7 +251,7 @@ class _PgConn:
         does not take."""
         if self._pending():
             with self._engine.translating(), self.raw.pipeline():
-                self._flush_into(self.raw.cursor())
+                self._flush_into()
 
     def finish(self, command: str) -> None:
         """End the transaction with ``command`` (COMMIT or ROLLBACK), what waits sent with it."""
@@ -254,7 +265,7 @@ class _PgConn:
             self._opening = False
             return
         with self._engine.translating(), self.raw.pipeline():
-            self._flush_into(self.raw.cursor())
+            self._flush_into()
             self.raw.execute(command)
         self.begun = False
 
@@ -317,6 +328,7 @@ class PostgresEngine(Engine):
     kind = "postgresql"
     for_update = " FOR UPDATE"
     keeps_counts = True
+    speculates = True
 
     def __init__(self, url: str, *, pool_size: int = 10, check: bool = True) -> None:
         super().__init__()
@@ -508,6 +520,10 @@ class PostgresEngine(Engine):
             f"SELECT {columns} FROM sessions s WHERE s.id IN (SELECT s.id {body} ORDER BY {order} LIMIT ? OFFSET ?) "
             f"ORDER BY {order}"
         )
+
+    def run_all(self, conn: Conn, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        assert isinstance(conn, _PgConn)
+        return conn.run_all(statements)
 
     def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
         assert isinstance(conn, _PgConn)

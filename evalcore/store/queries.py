@@ -166,6 +166,13 @@ class Neighbours:
     next: int | None
 
 
+#: Whether session ``s`` shares its session id with another session of its dataset (several assistants' answers to
+#: one conversation, told apart by the assistant in their key).
+SHARED_ID = (
+    "(s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o WHERE o.dataset_id = s.dataset_id "
+    "AND o.session_id = s.session_id AND o.id != s.id))"
+)
+
 #: The sort columns that may hold NULL (the others are NOT NULL).
 _NULLABLE = {"s.session_id", "s.assistant_id", "sc.value"}
 
@@ -218,26 +225,48 @@ class Browsing:
             raise UsageError(f"unknown sort {sort!r}; use one of {', '.join(SORTS)}")
         limit = _whole("the page size (limit)", limit)
         offset = _whole("the offset", offset)
-        body, args, counting, count_args = self._counting(dataset, filters, with_score=sort == "score")
+        f = filters or SessionFilter()
         # The tie-break follows the sort's direction, so that SQLite can walk the index backwards.
         direction = "DESC" if descending else "ASC"
         order = f"{_order(SORTS[sort], direction)}, s.id {direction}"
-        score = "sc.value" if "JOIN scores" in body else "NULL"
-        with self._engine.read() as conn:
+        datasets = self._store.datasets
+        for fresh in (False, True):
+            dataset_id = datasets.id_of(dataset, fresh=fresh)  # (the id this process knows: checked below)
+            body, args = _query(self._engine, dataset_id, f, with_score=sort == "score")
+            counted = _counted(self._engine, dataset_id, f) or (f"SELECT count(*) {body}", args)
+            score = "sc.value" if "JOIN scores" in body else "NULL"
             columns = (
                 "s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
-                f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by"
+                f"s.n_tool_calls, s.position, s.version, s.updated_at, {score}, s.key, s.has_truth, s.updated_by, "
+                # (PostgreSQL: said of the page's rows only, in the round trip; SQLite: asked after, see below)
+                + (SHARED_ID if self._engine.speculates else "0")
             )
-            rows = conn.execute(self._engine.page(columns, body, order), [*args, limit, offset]).fetchall()
-            if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
-                total = offset + len(rows)  # the last page: the count is known without counting
-            else:
-                total = conn.execute(counting, count_args).fetchone()[0]
-            shared = _shared_ids(conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")])
+            statements = [
+                (self._engine.page(columns, body, order), [*args, limit, offset]),
+                ("SELECT name FROM datasets WHERE id = ?", [dataset_id]),
+            ]
+            if self._engine.speculates:  # (the count sent with the page: one round trip, not two)
+                statements.append(counted)
+            with self._engine.read() as conn:
+                rows, named, *total_row = self._engine.run_all(conn, statements)
+                if named != [(dataset,)] and not fresh:  # renamed or deleted since this process read its id
+                    continue
+                if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
+                    total = offset + len(rows)  # the last page: the count is known without counting
+                elif total_row:
+                    total = total_row[0][0][0]
+                else:
+                    total = conn.execute(*counted).fetchone()[0]
+                if not self._engine.speculates:  # (SQLite would say it of every row it sorts)
+                    shared = _shared_ids(
+                        conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")]
+                    )
+                    rows = [(*r[:16], r[1] in shared) for r in rows]
+            break
         items = [
             SessionSummary(
                 r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-                key=r[13], has_truth=bool(r[14]), updated_by=r[15], shared=r[1] in shared,
+                key=r[13], has_truth=bool(r[14]), updated_by=r[15], shared=bool(r[16]),
             )
             for r in rows
         ]  # fmt: skip
@@ -458,19 +487,6 @@ class Browsing:
         return Neighbours(index, int(total), prev[0] if prev else None, nxt[0] if nxt else None)
 
 
-def _shared_ids(conn: Conn, pk: int, session_ids: list[str]) -> set[str]:
-    """Which of ``session_ids`` (of the dataset of session ``pk``) several sessions have (several assistants')."""
-    if not session_ids:
-        return set()
-    marks = ",".join("?" * len(session_ids))
-    rows = conn.execute(
-        f"SELECT session_id FROM sessions WHERE dataset_id = (SELECT dataset_id FROM sessions WHERE id = ?) "
-        f"AND session_id IN ({marks}) GROUP BY session_id HAVING count(*) > 1",
-        [pk, *session_ids],
-    )
-    return {r[0] for r in rows}
-
-
 def _beyond(column: str, value: Any, pk: int, *, forward: bool) -> tuple[str, list[Any]]:
     """SQL for "comes after (``forward``) or before ``(value, pk)``" in ascending order with NULLs first (the
     order ``_order`` asks both engines for)."""
@@ -483,3 +499,16 @@ def _beyond(column: str, value: Any, pk: int, *, forward: bool) -> tuple[str, li
     if forward:
         return f"({column} > ? OR ({column} = ? AND s.id > ?))", [value, value, pk]
     return f"({column} < ? OR ({column} = ? AND s.id < ?) OR {column} IS NULL)", [value, value, pk]
+
+
+def _shared_ids(conn: Conn, pk: int, session_ids: list[str]) -> set[str]:
+    """Which of ``session_ids`` (of the dataset of session ``pk``) several sessions have (several assistants')."""
+    if not session_ids:
+        return set()
+    marks = ",".join("?" * len(session_ids))
+    rows = conn.execute(
+        f"SELECT session_id FROM sessions WHERE dataset_id = (SELECT dataset_id FROM sessions WHERE id = ?) "
+        f"AND session_id IN ({marks}) GROUP BY session_id HAVING count(*) > 1",
+        [pk, *session_ids],
+    )
+    return {r[0] for r in rows}

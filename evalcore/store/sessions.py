@@ -25,7 +25,7 @@ from evalcore.store.imports import Importing
 from evalcore.store.jsontext import loads
 from evalcore.store.migrations import SEARCH_REINDEX
 from evalcore.store.parts import PAGED_MESSAGES, page_messages, read_facts
-from evalcore.store.queries import Browsing
+from evalcore.store.queries import SHARED_ID, Browsing
 from evalcore.store.records import SESSION_FIELDS, TURN_FIELDS, Edit, SessionPage, StoredSession, now
 from evalcore.store.rows import search_texts
 
@@ -37,9 +37,7 @@ __all__ = ["Sessions"]
 _SELECT = (
     "SELECT s.id, d.name, s.key, s.version, s.data, s.status, s.status_by, s.status_at, s.tags, "
     "s.updated_at, s.updated_by, s.n_edits, s.source, s.format, s.position, s.line, "
-    "s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o WHERE o.dataset_id = s.dataset_id "
-    "AND o.session_id = s.session_id AND o.id != s.id) "
-    "FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
+    f"{SHARED_ID} FROM sessions s JOIN datasets d ON d.id = s.dataset_id"
 )
 # The same columns with the JSON of a large session left out (NULL in its place): what a page reads first.
 _SELECT_SMALL = _SELECT.replace("s.data,", f"CASE WHEN s.n_messages > {PAGED_MESSAGES} THEN NULL ELSE s.data END,", 1)
@@ -73,7 +71,10 @@ class Sessions(Browsing, BulkChanges, Importing):
             return self._get(conn, pk)
 
     def _get(self, conn: Conn, pk: int) -> StoredSession:
-        rows = conn.execute(_SELECT_ONE, [pk, pk]).fetchall() if _storable(pk) else []
+        return self._get_of(conn, conn.execute(_SELECT_ONE, [pk, pk]).fetchall() if _storable(pk) else [], pk)
+
+    def _get_of(self, conn: Conn, rows: list[Any], pk: int) -> StoredSession:
+        """The session of ``_SELECT_ONE``'s ``rows``."""
         if not rows:
             raise NotFoundError(f"no session #{pk}")
         edits = [_edit(r[_SESSION_WIDTH:]) for r in rows if r[_SESSION_WIDTH] is not None]
@@ -218,8 +219,7 @@ class Sessions(Browsing, BulkChanges, Importing):
             for start in range(0, len(pks), 500):
                 chunk = pks[start : start + 500]
                 rows = conn.execute(
-                    "SELECT s.id, s.key, s.session_id, s.key LIKE 'ida:%' AND EXISTS (SELECT 1 FROM sessions o "
-                    "WHERE o.dataset_id = s.dataset_id AND o.session_id = s.session_id AND o.id != s.id) "
+                    f"SELECT s.id, s.key, s.session_id, {SHARED_ID} "
                     f"FROM sessions s WHERE s.id IN ({','.join('?' * len(chunk))})",
                     chunk,
                 )
@@ -247,9 +247,15 @@ class Sessions(Browsing, BulkChanges, Importing):
     def _head(self, conn: Conn, pk: int) -> StoredSession:
         """The session stored under ``pk`` as its columns say it, its JSON not read: a session of its id, status and
         tags only (what a save of its status or tags needs)."""
-        row = conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchone() if _storable(pk) else None
-        if row is None:
+        return self._head_of(
+            conn, conn.execute(f"{_SELECT_ID} WHERE s.id = ?", [pk]).fetchall() if _storable(pk) else [], pk
+        )
+
+    def _head_of(self, conn: Conn, rows: list[Any], pk: int) -> StoredSession:
+        """The session of ``_SELECT_ID``'s ``rows``, as ``_head`` gives it."""
+        if not rows:
             raise NotFoundError(f"no session #{pk}")
+        row = rows[0]
         return self._stored(conn, row, session=Session(session_id=row[4]))
 
     def _edits(self, conn: Conn, pk: int) -> list[Edit]:
@@ -365,9 +371,15 @@ class Sessions(Browsing, BulkChanges, Importing):
         # holds neither); its own columns say all a save checks.
         light = all(turn is None and not changes.keys() - {"status", "tags"} for turn, changes in groups)
         with self._engine.write() as conn:
-            self._store.require("review", "change a session's ground truth or status")  # (in it: no round trip more)
+            # The user's role read again and the session read, in one round trip (PostgreSQL).
+            reading = [(f"{_SELECT_ID} WHERE s.id = ?", [pk]) if light else (_SELECT_ONE, [pk, pk])]
+            user_rows, *found = self._engine.run_all(
+                conn, [self._store.user_statement(), *(reading if _storable(pk) else [])]
+            )
+            rows = found[0] if found else []
+            self._store.require("review", "change a session's ground truth or status", read=user_rows)
             author, author_id = self._store.author(conn)
-            stored = self._head(conn, pk) if light else self._get(conn, pk)
+            stored = self._head_of(conn, rows, pk) if light else self._get_of(conn, rows, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
             # A copy to change: the fields a save sets are replaced whole, never changed in place, but for the list

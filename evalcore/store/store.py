@@ -25,7 +25,7 @@ own failures are ``DatabaseFaultError``. No raw connection is handed out: the SQ
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore import config
 from evalcore.errors import PermissionDeniedError, UsageError
@@ -208,18 +208,25 @@ class Store:
         bound._repositories()
         return bound
 
-    def require(self, action: Action, what: str) -> None:
+    def require(self, action: Action, what: str, *, read: list[Any] | None = None) -> None:
         """A ``PermissionDeniedError`` unless the store's user may ``action`` (``what``: the change, in words). Their
-        role is read again from the database first: a user disabled or lowered while they work is refused at once."""
+        role is read again from the database first: a user disabled or lowered while they work is refused at once.
+        ``read``: the rows of ``user_statement()``, read already (with other statements: one round trip)."""
         from evalcore.store.access import require
         from evalcore.store.users import LOCAL
 
         user = self.user
-        if user.iss == LOCAL:  # (its row may have gone with a transaction rolled back since: read it again)
+        if read is not None:
+            self._user = user = self.users.of_rows(user, read)
+        elif user.iss == LOCAL:  # (its row may have gone with a transaction rolled back since: read it again)
             self._user = user = self.users.local()
         elif user.id:
             self._user = user = self.users.get(user.id)
         require(user, action, what)
+
+    def user_statement(self) -> tuple[str, list[Any]]:
+        """The statement ``require`` reads the store's user again with."""
+        return self.users.statement_of(self.user)
 
     def author(self, conn: Conn) -> tuple[str, int]:
         """The name and id a change made now is signed with (inside its transaction: the local user gets its row

@@ -95,6 +95,25 @@ class Users:
 
     # -- the local user -----------------------------------------------------------------------------------
 
+    @staticmethod
+    def statement_of(user: User) -> tuple[str, list[Any]]:
+        """The statement reading ``user`` again (the local user by its login: it may have no row yet)."""
+        if user.iss == LOCAL:
+            return f"SELECT {_COLUMNS} FROM users WHERE iss = ? AND sub = ?", [LOCAL, LOCAL]
+        return f"SELECT {_COLUMNS} FROM users WHERE id = ?", [user.id]
+
+    @staticmethod
+    def of_rows(user: User, rows: list[Any]) -> User:
+        """``user`` as the rows of ``statement_of(user)`` say it is now (a ``NotFoundError`` when they are gone; the
+        local user without a row is as ``local`` makes it)."""
+        if rows:
+            return _user(rows[0])
+        if user.iss == LOCAL:
+            return User(0, _login(), "owner", None, LOCAL, LOCAL)
+        if not user.id:
+            return user
+        raise NotFoundError(f"no user #{user.id}")
+
     def local(self) -> User:
         """The machine's local user: the store's owner in one-person mode and on the command line. Until it first
         changes something it has no row (nothing is written to read a store): its id is then 0."""
