@@ -304,7 +304,7 @@ def test_a_connection_lost_mid_save_writes_nothing_and_the_store_goes_on(pg_clus
     waiting: list[tuple[Any, ...]] = []
     while not waiting and time.monotonic() < deadline:  # the save waits for the row: cut its connection there
         waiting = query(
-            store, "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE sessions%'"
+            store, "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%UPDATE sessions%'"
         )
         time.sleep(0.05)
     assert waiting, "the save never waited for the row"

@@ -139,10 +139,17 @@ class Engine(ABC):
         """The rows of each statement (PostgreSQL: all sent at once, in one round trip)."""
         return [conn.execute(sql, parameters).fetchall() for sql, parameters in statements]
 
-    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
-        """Run ``sql``, whose result is not read, in ``conn``'s transaction: PostgreSQL sends it with the next
-        statement or the COMMIT (a round trip fewer; a failure fails the transaction there)."""
-        conn.execute(sql, parameters)
+    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> Cursor:
+        """Run ``sql`` in ``conn``'s transaction: PostgreSQL sends it with the next statement or the COMMIT (a round
+        trip fewer; a failure fails the transaction there). Its cursor says how many rows it changed once the
+        transaction is over."""
+        return conn.execute(sql, parameters)
+
+    def logged_update(self, update: str, columns: str, rows: int) -> str | None:
+        """One statement running ``update`` (an UPDATE of one row) and, only when it changed the row, inserting
+        ``rows`` edits (``columns``, then ``update``'s parameters and the edits' values); None where the engine has
+        none (SQLite: its writers wait for each other, and a round trip costs nothing)."""
+        return None
 
     def page(self, columns: str, body: str, order: str) -> str:
         """A page of sessions: ``SELECT columns body ORDER BY order``, then ``LIMIT ? OFFSET ?`` (its two last

@@ -198,7 +198,7 @@ class _PgConn:
         self._engine = engine
         self._opening = opening  # BEGIN not sent yet
         self.begun = False
-        self._deferred: list[tuple[str, Sequence[Any]]] = []
+        self._deferred: list[tuple[Any, str, Sequence[Any]]] = []
 
     def _send(self, cursor: Any, sql: str, parameters: Sequence[Any]) -> None:
         if parameters:
@@ -215,8 +215,8 @@ class _PgConn:
             self.raw.execute("BEGIN")
             self._opening, self.begun = False, True
         deferred, self._deferred = self._deferred, []
-        for sql, parameters in deferred:
-            self._send(self.raw.cursor(), sql, parameters)
+        for cursor, sql, parameters in deferred:
+            self._send(cursor, sql, parameters)
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         cursor = self.raw.cursor()
@@ -241,10 +241,12 @@ class _PgConn:
                 pipeline.sync()
             return [list(cursor.fetchall()) for cursor in cursors]
 
-    def defer(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
-        """Run ``sql`` with the next statement or the COMMIT (its result is not read; a failure fails the
-        transaction there)."""
-        self._deferred.append((sql, parameters))
+    def defer(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        """Run ``sql`` with the next statement or the COMMIT (a failure fails the transaction there); its cursor
+        has its result then."""
+        cursor = self.raw.cursor()
+        self._deferred.append((cursor, sql, parameters))
+        return _PgCursor(cursor, self._engine)
 
     def ready(self) -> None:
         """Send what waits (BEGIN, deferred statements) now: before a COPY or a named cursor, which pipeline mode
@@ -316,6 +318,7 @@ def _numbers(conn: Any) -> None:
 
 
 _INSERT_COLUMNS = (*ROW_COLUMNS, "created_at", "updated_at")
+_EDIT_TYPES = {"session_pk": "bigint", "turn": "bigint", "version": "bigint", "author_id": "bigint"}  # (else text)
 _SEARCH_AT = ROW_COLUMNS.index("search_text")
 _SYSTEM_AT = ROW_COLUMNS.index("system_text")
 _TITLE_AT = ROW_COLUMNS.index("title")
@@ -525,9 +528,19 @@ class PostgresEngine(Engine):
         assert isinstance(conn, _PgConn)
         return conn.run_all(statements)
 
-    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> None:
+    def defer(self, conn: Conn, sql: str, parameters: Sequence[Any]) -> Cursor:
         assert isinstance(conn, _PgConn)
-        conn.defer(sql, parameters)
+        return conn.defer(sql, parameters)
+
+    def logged_update(self, update: str, columns: str, rows: int) -> str | None:
+        if rows < 1:
+            return None
+        cast = "(" + ", ".join(f"CAST(? AS {_EDIT_TYPES.get(c.strip(), 'text')})" for c in columns.split(",")) + ")"
+        plain = "(" + ", ".join("?" * len(columns.split(","))) + ")"
+        return (
+            f"WITH changed AS ({update} RETURNING id) INSERT INTO edits ({columns}) SELECT * FROM (VALUES "
+            f"{', '.join([cast] + [plain] * (rows - 1))}) AS v ({columns}) WHERE EXISTS (SELECT 1 FROM changed)"
+        )
 
     def insert_sessions(self, conn: Conn, rows: list[Row], stamp: str) -> None:
         assert isinstance(conn, _PgConn)

@@ -43,6 +43,7 @@ _SELECT = (
 _SELECT_SMALL = _SELECT.replace("s.data,", f"CASE WHEN s.n_messages > {PAGED_MESSAGES} THEN NULL ELSE s.data END,", 1)
 _SELECT_ID = _SELECT.replace("s.data,", "s.session_id,", 1)  # (its session_id in its place)
 _EDIT_COLUMNS = "id, session_pk, turn, field, old, new, author, at, reason, version"
+_EDIT_INSERT = "session_pk, turn, field, old, new, author, at, reason, version, author_id"  # (what a save writes)
 # One session with the newest edit of each of its fields (``_last_edits``), in one statement: a row per such edit
 # (the session's columns on each), or one row with no edit. (A read is one round trip to a server, not two.)
 _SELECT_ONE = _SELECT.replace(
@@ -399,22 +400,33 @@ class Sessions(Browsing, BulkChanges, Importing):
             version = base_version + 1
             stamp = now()
             fields = [e[1] for e in edits]
-            if not self._update_row(
-                conn, pk, session, base_version, stamp, author, len(edits), fields, search=not light
-            ):
-                # Another save was committed between this one's read and its write (PostgreSQL: it held the row).
-                raise self._conflict(conn, self._head(conn, pk), base_version)
             rows = [(pk, t, name, _dumps(old), _dumps(new), author, stamp, reason, version, author_id)
                     for t, name, old, new in edits]  # fmt: skip
-            for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each, sent with the COMMIT)
-                chunk = rows[start : start + _EDITS_AT_ONCE]
-                self._engine.defer(
-                    conn,
-                    "INSERT INTO edits (session_pk, turn, field, old, new, author, at, reason, version, author_id) "
-                    "VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
-                    [value for row in chunk for value in row],
-                )
-            return version
+            update, update_args = self._update_statement(
+                pk, session, base_version, stamp, author, len(edits), fields, search=not light
+            )
+            together = self._engine.logged_update(update, _EDIT_INSERT, len(rows)) if "tags" not in fields else None
+            if together is not None and len(rows) <= _EDITS_AT_ONCE:
+                # PostgreSQL: the row and its edits in one statement, sent with the COMMIT; its edits are written
+                # only when the row was at ``base_version`` (told after the COMMIT: nothing was written otherwise).
+                logged = self._engine.defer(conn, together, [*update_args, *(v for row in rows for v in row)])
+            else:
+                logged = None
+                if not self._update_row(conn, pk, update, update_args, session, fields):
+                    # Another save was committed between this one's read and its write.
+                    raise self._conflict(conn, self._head(conn, pk), base_version)
+                for start in range(0, len(rows), _EDITS_AT_ONCE):  # (a statement each, sent with the COMMIT)
+                    chunk = rows[start : start + _EDITS_AT_ONCE]
+                    self._engine.defer(
+                        conn,
+                        f"INSERT INTO edits ({_EDIT_INSERT}) VALUES "
+                        + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk)),
+                        [value for row in chunk for value in row],
+                    )
+        if logged is not None and logged.rowcount == 0:  # (another save was committed since this one's read)
+            with self._engine.read() as conn:
+                raise self._conflict(conn, self._head(conn, pk), base_version)
+        return version
 
     def _conflict(self, conn: Conn, stored: StoredSession, base_version: int) -> ConflictError:
         rows = conn.execute(
@@ -436,9 +448,8 @@ class Sessions(Browsing, BulkChanges, Importing):
             stored.version,
         )
 
-    def _update_row(
+    def _update_statement(
         self,
-        conn: Conn,
         pk: int,
         session: Session,
         base_version: int,
@@ -448,9 +459,10 @@ class Sessions(Browsing, BulkChanges, Importing):
         fields: list[str],
         *,
         search: bool = True,
-    ) -> bool:
-        """Write the session's new version over ``base_version``; False when the row is at another version.
-        ``search``: its search texts and ground-truth mark too (a change of status or tags alone leaves them)."""
+    ) -> tuple[str, list[Any]]:
+        """The UPDATE writing the session's new version over ``base_version`` (it changes no row when the row is at
+        another version). ``search``: its search texts and ground-truth mark too (a change of status or tags alone
+        leaves them)."""
         sets = ["version = version + 1", "updated_at = ?", "updated_by = ?", "n_edits = n_edits + ?"]
         args: list[Any] = [stamp, author, n_edits]
         if search:
@@ -463,9 +475,14 @@ class Sessions(Browsing, BulkChanges, Importing):
         if "tags" in fields:
             sets.append("tags = ?")
             args.append(json.dumps(session.tags))
-        changed = conn.execute(
-            f"UPDATE sessions SET {', '.join(sets)} WHERE id = ? AND version = ?", [*args, pk, base_version]
-        ).rowcount
+        return f"UPDATE sessions SET {', '.join(sets)} WHERE id = ? AND version = ?", [*args, pk, base_version]
+
+    def _update_row(
+        self, conn: Conn, pk: int, update: str, args: list[Any], session: Session, fields: list[str]
+    ) -> bool:
+        """Run ``_update_statement``'s UPDATE (and set the session's tags when they changed); False when the row is
+        at another version (nothing changed)."""
+        changed = conn.execute(update, args).rowcount
         if changed and "tags" in fields:
             conn.execute("DELETE FROM session_tags WHERE session_pk = ?", [pk])
             conn.executemany(
