@@ -10,6 +10,7 @@ import streamlit as st
 
 from evalcore.agreement import Agreement
 from evalcore.views.ab import ABMetric
+from evalcore.views.chart_style import axis_labels, axis_title, heatmap_inks, histogram_ticks, inks
 from evalcore.views.dashboard import Comparison, Distribution, Group, Heatmap, ReviewProgress
 from evalcore.views.text import chart_text
 from evalcore.views.tools import ToolFailures
@@ -74,14 +75,26 @@ def _layout(fig: go.Figure, *, height: int = 260, **extra: Any) -> go.Figure:
     return fig
 
 
-def _cells(
-    z: Any, x: list[str], y: list[str], text: list[list[str]], colours: list[list[Any]], hover: str
-) -> go.Heatmap:
-    """A grid of cells coloured by ``z`` (0 to 1), each with its text written in it."""
+def _cells(z: Any, x: list[str], y: list[str], text: list[list[str]], colours: Any, hover: str) -> go.Heatmap:
+    """A grid of cells coloured by ``z`` (0 to 1); their texts are written over them by :func:`_cell_texts`."""
     return go.Heatmap(
-        z=z, x=x, y=y, text=text, texttemplate="%{text}", colorscale=colours, zmin=0, zmax=1, showscale=False,
-        xgap=2, ygap=2, hovertemplate=hover,
+        z=z, x=x, y=y, text=text, colorscale=colours, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
+        hovertemplate=hover,
     )  # fmt: skip
+
+
+def _cell_texts(x: list[str], y: list[str], text: list[list[str]], ink: list[list[str]]) -> go.Scatter:
+    """Each cell's text in the colour that reads on its cell (``ink``, from ``evalcore.views.chart_style``)."""
+    return go.Scatter(
+        x=[m for _ in y for m in x], y=[r for r in y for _ in x], mode="text", text=[t for row in text for t in row],
+        textfont={"color": [c for row in ink for c in row], "size": 12}, hoverinfo="skip",
+    )  # fmt: skip
+
+
+def _short_axis(fig: go.Figure, axis: str, names: list[str]) -> None:
+    """A category axis of names: each tick cut short with an ellipsis (the whole name in the hover)."""
+    values, ticks = axis_labels(names)
+    fig.update_layout({f"{axis}axis": {"tickmode": "array", "tickvals": values, "ticktext": ticks}})
 
 
 def histogram(d: Distribution) -> go.Figure:
@@ -101,8 +114,11 @@ def histogram(d: Distribution) -> go.Figure:
         fig.add_annotation(
             text=f"mean {d.summary.mean:.3f}", x=d.summary.mean, y=1.06, yref="paper", showarrow=False, xanchor="left"
         )
+    ticks = histogram_ticks(d)
+    if ticks is not None:  # one tick at each whole value (a 0/1 metric: 0 and 1, not −0.5 … 1.5)
+        fig.update_xaxes(tickmode="array", tickvals=ticks[0], ticktext=ticks[1])
     return _layout(
-        fig, xaxis_title=chart_text(d.metric), yaxis_title="sessions", margin={"l": 8, "r": 8, "t": 22, "b": 8}
+        fig, xaxis_title=axis_title(d.metric), yaxis_title="sessions", margin={"l": 8, "r": 8, "t": 22, "b": 8}
     )
 
 
@@ -127,8 +143,9 @@ def by_assistant(groups: list[Group], metric: str) -> go.Figure:
             hovertemplate="%{y}: %{x:.3f} (n=%{customdata:,})<extra>click to see them</extra>",
         )
     )
+    _short_axis(fig, "y", [g.label for g in groups])
     return _layout(
-        fig, height=max(140, 60 + 34 * len(groups)), xaxis_title=f"mean {chart_text(metric)}", yaxis_type="category"
+        fig, height=max(140, 60 + 34 * len(groups)), xaxis_title=axis_title(f"mean {metric}"), yaxis_type="category"
     )
 
 
@@ -180,8 +197,8 @@ def differences(c: Comparison) -> go.Figure:
 
 
 #: The colours of quality (red is bad, green good) and of counts (more is neither: one calm blue).
-QUALITY_SCALE = [[0, "#d0473d"], [0.5, "#f3e3b5"], [1, "#2e9d5b"]]
-COUNT_SCALE = [[0, "#f4f6fa"], [1, "#7aa0e0"]]
+QUALITY_SCALE: list[tuple[float, str]] = [(0, "#d0473d"), (0.5, "#f3e3b5"), (1, "#2e9d5b")]
+COUNT_SCALE: list[tuple[float, str]] = [(0, "#f4f6fa"), (1, "#7aa0e0")]
 
 
 def heatmap(h: Heatmap) -> go.Figure:
@@ -195,6 +212,7 @@ def heatmap(h: Heatmap) -> go.Figure:
         [
             _cells(h.cells(neutral=False), metrics, refs, text, QUALITY_SCALE, hover),
             _cells(h.cells(neutral=True), metrics, refs, text, COUNT_SCALE, hover),
+            _cell_texts(metrics, refs, text, heatmap_inks(h, QUALITY_SCALE, COUNT_SCALE)),
         ]
     )
     # Plotly cannot select a heatmap's cells: nearly invisible squares over them take the clicks.
@@ -212,6 +230,8 @@ def heatmap(h: Heatmap) -> go.Figure:
         yaxis_range=[len(refs) - 0.5, -0.5], xaxis_range=[-0.5, len(h.metrics) - 0.5],
     )  # fmt: skip
     fig.update_xaxes(side="top")
+    _short_axis(fig, "x", h.metrics)
+    _short_axis(fig, "y", h.row_labels)
     return fig
 
 
@@ -227,7 +247,7 @@ def progress_by_day(p: ReviewProgress) -> go.Figure:
 
 
 def progress_by_reviewer(p: ReviewProgress) -> go.Figure:
-    """Statuses set by each reviewer, stacked."""
+    """Statuses set by each reviewer, stacked (a long name cut short on the axis)."""
     fig = go.Figure(
         [
             go.Bar(
@@ -240,14 +260,19 @@ def progress_by_reviewer(p: ReviewProgress) -> go.Figure:
             for s in ("approved", "rejected", "flagged", "in_progress", "todo")
         ]
     )
+    _short_axis(fig, "y", p.reviewers)
     return _layout(
         fig,
-        height=max(140, 70 + 30 * len(p.reviewers)),
+        height=max(150, 80 + 30 * len(p.reviewers)),
         barmode="stack",
         showlegend=True,
-        legend={"orientation": "h", "y": 1.2},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},  # above the bars, never on them
         yaxis_type="category",
+        margin={"l": 8, "r": 8, "t": 30, "b": 8},
     )
+
+
+CONFUSION_SCALE: list[tuple[float, str]] = [(0, "#f4f6fa"), (1, BLUE)]
 
 
 def confusion(a: Agreement) -> go.Figure:
@@ -255,12 +280,15 @@ def confusion(a: Agreement) -> go.Figure:
     names = ["fail", "pass"] if a.kind == "binary" else [str(c) for c in a.categories]
     counts = [list(row) for row in a.confusion]
     most = max((n for row in counts for n in row), default=0) or 1
+    shares = [[n / most for n in row] for row in counts]
+    text = [[f"{n:,}" for n in row] for row in counts]
+    hover = "judge %{y}, reviewers %{x}: %{text} sessions<extra></extra>"
     fig = go.Figure(
-        _cells(
-            [[n / most for n in row] for row in counts], names, names, [[f"{n:,}" for n in row] for row in counts],
-            [[0, "#f4f6fa"], [1, BLUE]], "judge %{y}, reviewers %{x}: %{text} sessions<extra></extra>",
-        )
-    )  # fmt: skip
+        [
+            _cells(shares, names, names, text, CONFUSION_SCALE, hover),
+            _cell_texts(names, names, text, inks(shares, CONFUSION_SCALE)),
+        ]
+    )
     side = 70 + 34 * len(names)
     return _layout(
         fig, height=side, xaxis_title="reviewers", yaxis_title="judge", xaxis_type="category",
@@ -292,6 +320,7 @@ def ab_differences(found: list[ABMetric]) -> go.Figure:
         )  # fmt: skip
     )
     fig.add_vline(x=0, line={"color": GREY, "dash": "dot", "width": 1})
+    _short_axis(fig, "y", [m.metric for m in shown])
     return _layout(fig, height=max(120, 60 + 34 * len(shown)), xaxis_title="B − A (paired by task)",
                    yaxis_type="category")  # fmt: skip
 
@@ -323,6 +352,7 @@ def tool_failures(found: ToolFailures, limit: int = 15) -> go.Figure:
             for kind, colour in FAILURE_COLOURS.items()
         ]
     )
+    _short_axis(fig, "y", [t.tool for t in tools])
     return _layout(
         fig, height=max(140, 70 + 26 * len(tools)), barmode="stack", showlegend=True,
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"}, yaxis_type="category",
@@ -348,5 +378,5 @@ def trend(t: Trend) -> go.Figure:
     )
     return _layout(
         fig, height=260, showlegend=True, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-        xaxis_type="category", yaxis_title=f"mean {chart_text(t.metric)}", margin={"l": 8, "r": 8, "t": 30, "b": 8},
+        xaxis_type="category", yaxis_title=axis_title(f"mean {t.metric}"), margin={"l": 8, "r": 8, "t": 30, "b": 8},
     )  # fmt: skip

@@ -1,8 +1,10 @@
 """Rendering a transcript view with Streamlit: chat bubbles, tool calls with their results under them.
 
-Every piece of conversation text goes through ``literal_markdown`` or ``st.text``: nothing in a
-message is ever interpreted as HTML or markdown that could load a remote resource. Long
-outputs, system prompts and reasoning are collapsed and only rendered once opened.
+What the user and the assistant wrote goes through ``safe_markdown`` (bold, italic, code, lists and
+headings shown as such, everything else as written; "Show raw text" in the sidebar shows it all as
+written), every other piece of conversation text through ``literal_markdown`` or ``st.text``: nothing in
+a message is ever interpreted as HTML or markdown that could load a remote resource or link anywhere.
+Long outputs, system prompts and reasoning are collapsed and only rendered once opened.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from evalcore.views.review.transcript import CallView, ImageView, Item, MessageView, TurnView
-from evalcore.views.text import code_span, literal_markdown, literal_name, visible
+from evalcore.views.text import code_span, literal_markdown, literal_name, safe_markdown, visible
 
 _AVATARS = {
     "user": ":material/person:",
@@ -28,8 +30,34 @@ def _lazy_expander(label: str, key: str, *, expanded: bool = False) -> st.delta_
     return box if box.open else None
 
 
+#: The session state's key of the sidebar's "Show raw text" toggle (:func:`raw_text_toggle`).
+RAW_KEY = "transcript_raw_text"
+
+
+def raw_text_toggle() -> None:
+    """The sidebar's "Show raw text": messages shown as written, their Markdown not applied."""
+    st.sidebar.toggle(
+        "Show raw text",
+        key=RAW_KEY,
+        help="Show what the user and the assistant wrote exactly as written: bold, lists, headings and code "
+        "as their Markdown characters. Links, images, HTML and the like are always shown as written.",
+    )
+
+
+def _formatted(text: str) -> None:
+    """What a user or an assistant wrote: its safe Markdown applied (code blocks verbatim), or as written."""
+    if st.session_state.get(RAW_KEY):
+        st.markdown(literal_markdown(text))
+        return
+    for block in safe_markdown(text):
+        if block.kind == "code":
+            payload(block.text)
+        else:
+            st.markdown(block.text)
+
+
 def text_block(text: str, *, key: str, long: bool, label: str) -> None:
-    """Message text shown literally; a long one collapsed behind ``label``."""
+    """What a user or an assistant wrote (:func:`_formatted`); a long one collapsed behind ``label``."""
     if not text:
         return
     if long:
@@ -37,9 +65,9 @@ def text_block(text: str, *, key: str, long: bool, label: str) -> None:
         box = _lazy_expander(f"{label} · {lines:,} lines, {len(text):,} characters", key)
         if box is not None:
             with box:
-                st.markdown(literal_markdown(text))
+                _formatted(text)
     else:
-        st.markdown(literal_markdown(text))
+        _formatted(text)
 
 
 def payload(text: str) -> None:

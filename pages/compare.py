@@ -7,9 +7,10 @@ from evalcore.errors import NotFoundError
 from evalcore.views.ab import side_caption
 from evalcore.views.review.tables import session_label
 from evalcore.views.review.transcript import transcript
+from evalcore.views.side_by_side import divergence
 from evalcore.views.text import escape_inline, literal_message, literal_name
 from pages import _shared
-from pages._transcript import render_items, render_turn
+from pages._transcript import raw_text_toggle, render_items, render_turn
 
 _shared.frame_first()
 
@@ -29,19 +30,25 @@ try:
 except NotFoundError as exc:  # it quotes the link's session: shown as text
     st.warning(literal_message(str(exc)), icon=":material/search_off:")
     st.stop()
+raw_text_toggle()
 task = st.query_params.get("task")
 if task:
     metric = st.query_params.get("metric")
     by = f" · compared by {literal_name(metric)}" if metric else ""
     st.caption(f"Task: {literal_message(task)}{by}")
-for side, column, pk in zip(("A", "B"), st.columns(2, gap="medium"), pks, strict=True):
-    stored = store.sessions.get(pk)
+stored = [store.sessions.get(pk) for pk in pks]
+views = [transcript(s.session) for s in stored]
+apart = divergence(*views)
+if apart.same_calls:
+    st.success(literal_message(apart.summary), icon=":material/done_all:")
+else:
+    st.info(literal_message(apart.summary), icon=":material/call_split:")
+for side, column, pk, one, view in zip(("A", "B"), st.columns(2, gap="medium"), pks, stored, views, strict=True):
     with column, st.container(key=f"side-{side}"):
-        st.markdown(f"##### {side}: {escape_inline(session_label(stored.link))}")
+        st.markdown(f"##### {side}: {escape_inline(session_label(one.link))}")
         st.caption(literal_message(side_caption(store, pk)))
         st.button("Open in Review", key=f"review-{side}", icon=":material/rate_review:", type="tertiary",
-                  on_click=_shared.open_session, args=(stored.link,))  # fmt: skip
-        view = transcript(stored.session)
+                  on_click=_shared.open_session, args=(one.link,))  # fmt: skip
         render_items(view.preamble, f"{side}-pre")
         for turn in view.turns:
             render_turn(turn, f"{side}-t{turn.index}")

@@ -267,8 +267,13 @@ else:
             if col in COLUMNS and r < len(failures.tools):
                 st.session_state["tools_cell"] = (failures.tools[r].tool, col)
     with right:
-        event = _charts.show(_charts.tool_failures(failures), on_select="rerun", key=f"tools_chart-{epoch}",
-                             csv=chart_data.rows_csv(rows), name="tool-calls-per-tool")  # fmt: skip
+        if not failures.failed:  # an empty chart says nothing: say it
+            st.success("No tool failed: every reference call was made, with its arguments, in order, and no call "
+                       "was extra.", icon=":material/check_circle:")  # fmt: skip
+        event = None if not failures.failed else _charts.show(
+            _charts.tool_failures(failures), on_select="rerun", key=f"tools_chart-{epoch}",
+            csv=chart_data.rows_csv(rows), name="tool-calls-per-tool",
+        )  # fmt: skip
         for point in clicked(event):
             kind = point.get("customdata")
             tool = failures.tools[int(point["point_index"])].tool

@@ -4,8 +4,8 @@ import streamlit as st
 
 from evalcore.background import start_import
 from evalcore.formats import formats
-from evalcore.samples import load_samples, sample_datasets, sample_files
-from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import
+from evalcore.samples import load_samples, sample_datasets
+from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import, sample_card
 from evalcore.views.text import literal_message, literal_name, plural, visible
 from pages import _shared
 
@@ -130,14 +130,12 @@ with left:
 
 with right:
     st.subheader("Sample data")
-    n_samples = len(sample_files(_shared.sample_folder()))
-    st.caption(
-        f"{plural(n_samples, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
-        "dataset, scored."
-    )
+    card = sample_card(_shared.sample_folder())
+    st.caption(card.caption)
     if st.button(
-        "Load the sample data", icon=":material/download:", key="load_samples", disabled=not _shared.can("import")
-    ):
+        "Load the sample data", icon=":material/download:", key="load_samples",
+        disabled=not (card.can_load and _shared.can("import")),
+    ):  # fmt: skip
         with st.spinner("Importing and scoring the samples…"):
             loads = load_samples(store, _shared.sample_folder())
         st.session_state["samples_loaded"] = sum(load.report.new for load in loads)

@@ -12,6 +12,7 @@ from evalcore.views.export import (
     ScoresDownload,
     cli_command,
     export_preview,
+    layout_caption,
     writable_formats,
 )
 from evalcore.views.sessions import page_filter
@@ -37,14 +38,14 @@ st.caption(
 )
 
 # -- filters (the command line's) ----------------------------------------------------------------
-c = st.columns([2, 2, 2, 1.4, 3], vertical_alignment="bottom")
+c = st.columns([3.4, 3, 2.2, 1.6], vertical_alignment="bottom")
 status = c[0].multiselect(
     "Status", list(STATUSES), format_func=lambda s: f"{s} ({found.statuses[s]})", key="x_status",
-    persist_state="session",
+    persist_state="session", placeholder="any",
 )  # fmt: skip
 tags = c[1].multiselect(
     "Tags (all of)", list(found.tags), format_func=lambda t: f"{visible(t)} ({found.tags[t]})", key="x_tags",
-    persist_state="session",
+    persist_state="session", placeholder="any",
 )  # fmt: skip
 assistant = c[2].selectbox(
     "Assistant", ["any", *found.assistants], key="x_assistant", persist_state="session",
@@ -54,8 +55,12 @@ truth = c[3].selectbox(
     "Ground truth", ["any", "present", "missing"], key="x_truth", persist_state="session",
     help=f"{found.with_truth} of {found.total} sessions have some ground truth. The command line has no such option.",
 )  # fmt: skip
-search = c[4].text_input("Search", key="x_search", persist_state="session", placeholder="words (word* for a prefix)")
-search_system = c[4].checkbox("Search the system prompt too", key="x_search_system", persist_state="session")
+q = st.columns([6.4, 3.8], vertical_alignment="bottom")
+search = q[0].text_input("Search", key="x_search", persist_state="session", placeholder="words (word* for a prefix)")
+search_system = q[1].segmented_control(
+    "Search in", [False, True], default=False, required=True, key="x_search_system", persist_state="session",
+    format_func=lambda v: "messages and system prompt" if v else "messages",
+)  # fmt: skip
 
 run_id = metric = min_score = max_score = None
 with st.expander("Score filter", icon=":material/filter_alt:", expanded=bool(st.session_state.get("x_run"))):
@@ -75,17 +80,17 @@ with st.expander("Score filter", icon=":material/filter_alt:", expanded=bool(st.
 
 # -- format and download -------------------------------------------------------------------------
 names = writable_formats()
-f = st.columns([2, 2.6, 4.4], vertical_alignment="bottom")
+f = st.columns([2.4, 2.6, 5.2], vertical_alignment="bottom")
 to = f[0].selectbox(
     "Format", list(names), key="x_format", persist_state="session",
-    help="\n".join(f"- **{name}**: {about}" for name, about in names.items()),
+    help="\n".join(f"- **{name}**: {escape_inline(about)}" for name, about in names.items()),
 )  # fmt: skip
 layout = f[1].segmented_control(
     "File", ["jsonl", "json"], default="jsonl", required=True, key="x_layout", persist_state="session",
     format_func=lambda v: "JSON Lines" if v == "jsonl" else "one JSON array",
     help="As the command line decides by the output's name: `.json` writes one JSON array.",
 )  # fmt: skip
-f[2].caption(names[to])
+f[2].caption(escape_inline(layout_caption(to, array=layout == "json")))
 
 try:
     filters = page_filter(
@@ -132,7 +137,7 @@ if preview.records:
 # -- what labelers answered -------------------------------------------------------------------------
 if store.questions.of(dataset, retired=True):
     st.subheader("Labels")
-    lab = st.columns([4, 2, 3], vertical_alignment="bottom")
+    lab = st.columns([6, 3], vertical_alignment="bottom")
     lab[0].caption(
         "Every submitted answer to the dataset's questions, and the gold: what `evalcore export-labels` writes. "
         "The **evalcore** format carries them with each session too (an import elsewhere keeps them); other "
@@ -143,8 +148,8 @@ if store.questions.of(dataset, retired=True):
         format_func=lambda k: SCORE_KINDS[k][0],
     )  # fmt: skip
     labels = LabelsDownload(store, dataset, labels_kind)
-    lab[2].download_button(
-        f"Download {escape_inline(visible(labels.file_name))}", labels.data, file_name=labels.file_name,
+    st.download_button(
+        escape_inline(labels.label), labels.data, file_name=labels.file_name,
         mime=labels.mime, icon=":material/download:", on_click="ignore", key="x_get_labels",
     )  # fmt: skip
 
@@ -153,14 +158,14 @@ st.subheader("Run scores")
 if not runs:
     st.caption("No run has scored this dataset yet.")
     st.stop()
-r = st.columns([4, 2, 3], vertical_alignment="bottom")
+r = st.columns([6, 3], vertical_alignment="bottom")
 chosen = r[0].selectbox("Run", runs, format_func=lambda r: visible(r.label), key="x_scores_run")
 kind = r[1].segmented_control(
     "As", list(SCORE_KINDS), default="csv", required=True, key="x_scores_kind", format_func=lambda k: SCORE_KINDS[k][0],
 )  # fmt: skip
 scores = ScoresDownload(store, chosen, kind)
-r[2].download_button(
-    f"Download {escape_inline(visible(scores.file_name))}", scores.data, file_name=scores.file_name, mime=scores.mime,
+st.download_button(
+    escape_inline(scores.label), scores.data, file_name=scores.file_name, mime=scores.mime,
     icon=":material/download:", on_click="ignore", key="x_get_scores",
 )  # fmt: skip
 st.caption(

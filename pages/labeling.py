@@ -79,7 +79,7 @@ with tabs[0]:
             with st.expander(f"People in {literal_name(queue.name)}"):
                 _shared.table(reviewer_rows(next(p for q, p in progress if q.id == queue.id)))
             with st.form("queue_settings", border=True):
-                st.markdown(f"**Settings of {literal_name(queue.name)}** (they apply at once; work done stays)")
+                st.markdown(f"**Settings of {literal_name(queue.name)}** (they apply once saved; work done stays)")
                 c = st.columns([1, 1, 1, 3])
                 overlap = c[0].number_input("People per item", 1, MAX_OVERLAP, queue.min_reviews, key="set_overlap")
                 lease = c[1].number_input("Lease (minutes)", 1, 7 * 24 * 60, max(1, queue.lease_seconds // 60),

@@ -9,6 +9,7 @@ from evalcore.solver.dataset import task_name
 from evalcore.views.simulate import (
     SamplesView,
     TaskView,
+    config_label,
     configured,
     default_model,
     endpoint_view,
@@ -62,15 +63,18 @@ if running is not None:
             _shared.follow_job(job_id, show_progress, stopping=stopping, key="sim_cancel")
         else:
             show_progress(job_id)
-            links = st.container(horizontal=True)
-            if links.button("Open in Review", icon=":material/rate_review:", type="primary", key="sim_review"):
-                _shared.open_session(first_ref, in_dataset=target)
-            if links.button("Score on Metrics", icon=":material/functions:", key="sim_metrics"):
-                st.session_state["dataset"] = target
-                st.switch_page(_shared.PAGES["metrics"])
-            if links.button("Compare on the Dashboard", icon=":material/monitoring:", key="sim_dashboard"):
-                st.session_state["dataset"] = target
-                st.switch_page(_shared.PAGES["dashboard"])
+            if not solve_progress(store.jobs.get(job_id)).has_sessions:  # cancelled before its first sample, say
+                st.caption("The run left no session: nothing to review, score or compare.")
+            else:
+                links = st.container(horizontal=True)
+                if links.button("Open in Review", icon=":material/rate_review:", type="primary", key="sim_review"):
+                    _shared.open_session(first_ref, in_dataset=target)
+                if links.button("Score on Metrics", icon=":material/functions:", key="sim_metrics"):
+                    st.session_state["dataset"] = target
+                    st.switch_page(_shared.PAGES["metrics"])
+                if links.button("Compare on the Dashboard", icon=":material/monitoring:", key="sim_dashboard"):
+                    st.session_state["dataset"] = target
+                    st.switch_page(_shared.PAGES["dashboard"])
 else:
     last = latest_solve_job(store)
     if last is not None:
@@ -160,11 +164,12 @@ with st.form("sim_run", border=True):
     values: dict[str, str] = {}
     for key in view.config_keys if view is not None else []:
         # A key is letters, digits, "_", "." and "-" (``<< config.KEY >>``, evalcore.solver.task.PLACEHOLDER): no
-        # Markdown that could load or link anything, so the label takes it as it is (a label's escapes would reach
-        # its aria-label as backslashes); the help, Markdown too, shows it escaped.
+        # Markdown that could load or link anything, so the label (its words) and the code span take it as it is (a
+        # label's escapes would reach its aria-label as backslashes); the placeholder in the help is shown escaped.
         values[key] = st.text_input(
-            f"config.{key}", key=f"sim_config_{key}", help=f"fills << config.{literal_name(key)} >>"
-        )
+            config_label(key), key=f"sim_config_{key}", help=f"The task's `config.{key}`: fills its "
+            f"<< config.{literal_name(key)} >>"
+        )  # fmt: skip
     run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", disabled=not ready)
 if run and view is not None and samples is not None:
     task, problems = configured(view, values)

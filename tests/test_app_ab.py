@@ -12,6 +12,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     fresh_db_fixture,
     navigation_v2_fixture,
     open_page,
+    plain_texts,
     run,
     texts,
 )
@@ -78,6 +79,17 @@ def test_ab_tools_cost_and_the_side_by_side_pair(fresh_db: Path, tau_bench_file:
     sides = [c for c in texts(side, "caption") if "reward" in c]  # (Markdown: the hyphen escaped)
     assert sides == ["agent\\-A · reward 1", "agent\\-B · reward 0"]
     assert len(side.chat_message) > 4  # both transcripts drawn
+    # B is A's copy: the same calls; the summary above the two sides says so (rewards differ, not the runs).
+    [same] = plain_texts(side, "success")
+    assert same.startswith("Identical call sequences: A and B make the same ") and "Their results" in same
+    # The assistant's Markdown applied: bold labels in a list, never the asterisks escaped.
+    said = [md.value for m in side.chat_message for md in m.markdown]
+    assert any("- **Trip Type&#58;** One Way" in s for s in said)
+    assert not any("\\*\\*Trip Type" in s for s in said)
+    # "Show raw text" shows it as written again.
+    side.sidebar.toggle(key="transcript_raw_text").set_value(True)
+    said = [md.value for m in run(side).chat_message for md in m.markdown]
+    assert any("\\- \\*\\*Trip Type&#58;\\*\\* One Way" in s for s in said)
 
 
 def test_a_link_with_the_dashboards_choices_opens_them(fresh_db: Path, tau_bench_file: Path, tmp_path: Path) -> None:

@@ -21,13 +21,15 @@ from apptest_util import (  # noqa: F401 (fixtures)
     store_fixture,
     template_db_fixture,
     texts,
+    write_jsonl,
 )
 from dbutil import as_user
 from streamlit.testing.v1 import AppTest
 
+from evalcore.importing import import_file
 from evalcore.metrics.base import MetricResult
 from evalcore.scoring import save_results, score_dataset
-from evalcore.store import Store
+from evalcore.store import Store, open_store
 from evalcore.store.labels import LABEL
 
 
@@ -122,3 +124,33 @@ def test_the_judge_against_the_reviewers(db: Path, store: Store) -> None:
     assert any(c.startswith("The judge passes at 0.5 or more; left out: none.") for c in texts(at, "caption"))
     table = at.dataframe(key=next(d.key for d in at.dataframe if d.key and d.key.startswith("dash_disagree-"))).value
     assert list(table["judge_says"]) == ["pass"] and list(table["reviewers_say"]) == ["fail"]
+
+
+def test_no_tool_failed_is_said_and_cell_values_read_on_their_colour(fresh_db: Path, tmp_path: Path) -> None:
+    """Every reference call made as expected: "No tool failed" instead of an empty chart. The heatmap's 1s (dark
+    green) are written in white, and a 0/1 metric's histogram has its ticks at 0 and 1."""
+    rows = [
+        {
+            "schema_version": 1,
+            "session_id": f"t-{i}",
+            "messages": [
+                {"role": "user", "content": f"Where is order {i}?"},
+                {"role": "assistant", "tool_calls": [{"id": "c", "name": "get_order", "args": {"id": i}}]},
+                {"role": "tool", "tool_call_id": "c", "content": "shipped"},
+                {"role": "assistant", "content": "It has shipped."},
+            ],
+            "reference_tool_calls": [{"name": "get_order", "args": {"id": i}}],
+        }
+        for i in range(3)
+    ]
+    with open_store(fresh_db) as store:
+        import_file(as_user(store, "ann", "owner"), write_jsonl(tmp_path / "calls.jsonl", rows), "calls", workers=1)
+        score_dataset(as_user(store, "ann", "owner"), "calls", ["tool_call_accuracy"])
+    at = _dashboard("calls")
+    assert any(s.startswith("No tool failed: every reference call was made") for s in texts(at, "success"))
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert not [s for s in specs if any(t.get("name") == "missing" for t in s["data"])]  # no tool chart
+    [cells] = [t for s in specs for t in s["data"] if t.get("mode") == "text"]
+    assert cells["text"] == ["1", "1", "1"] and cells["textfont"]["color"] == ["#ffffff"] * 3
+    [histogram] = [s for s in specs if s["data"][0].get("type") == "bar" and "sessions" in str(s["layout"])]
+    assert histogram["layout"]["xaxis"]["tickvals"] == [0.0, 1.0]

@@ -91,7 +91,7 @@ def test_importing_a_file_with_a_bad_line(db: Path, store: Store) -> None:
     assert literal_markdown("1 record with errors skipped") in headline
     problems = at.dataframe[1].value.to_dict("records")
     assert len(problems) == 1 and problems[0]["line"] == 2 and problems[0]["level"] == "error"
-    assert "not valid JSON" in problems[0]["problem"]
+    assert problems[0]["problem"].startswith("not valid JSON at line 2, column ")  # the file's line, said plainly
     assert _table(at)["mine"]["sessions"] == 2
     assert sorted(store.sessions.get(pk).session.session_id or "" for pk in store.sessions.pks("mine")) == [
         "shop-00",
@@ -132,7 +132,13 @@ def test_loading_the_sample_data(fresh_db: Path, monkeypatch: pytest.MonkeyPatch
     at = run(app())
     assert any("No dataset yet" in t for t in texts(at, "info"))
     assert not at.dataframe
+    # An empty sample folder: said so, and nothing to load (the screenshots' "0 small files" with an active button).
+    assert at.button(key="load_samples").disabled
+    assert any(c.startswith("No sample data here: the folder ") for c in texts(at, "caption"))
     monkeypatch.setenv("EVALCORE_SAMPLE_DATA", str(SAMPLE_DATA))
+    run(at)
+    assert not at.button(key="load_samples").disabled
+    assert any(c.startswith(f"{len(sample_files(SAMPLE_DATA))} small files") for c in texts(at, "caption"))
     at.button(key="load_samples").click()
     run(at)
     with open_store(fresh_db) as s:

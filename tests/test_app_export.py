@@ -24,6 +24,7 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     fresh_db_fixture,
     navigation_v2_fixture,
+    plain_texts,
     run,
     store_fixture,
     template_db_fixture,
@@ -125,6 +126,20 @@ def test_each_filter_changes_the_count_the_preview_and_the_file(
         assert any("no ground truth option" in c for c in texts(at, "caption"))
 
 
+def test_search_in_the_system_prompt_too(db: Path, tmp_path: Path) -> None:
+    """ "Search in" sits in its own row with the search box (a control of the same height: the row lines up)."""
+    at = _export()
+    assert at.segmented_control(key="x_search_system").value is False
+    at.text_input(key="x_search").set_value("zebra")
+    at.segmented_control(key="x_search_system").set_value(True)
+    run(at)
+    assert _count(at) == 1
+    filters = SessionFilter(search="zebra", search_system_prompt=True)
+    assert _download(at).data() == _cli_file(db, tmp_path, "s.jsonl", "evalcore", filters)
+    [command] = [c.value for c in at.code if c.language == "bash"]
+    assert "--search-system-prompt" in command.split()
+
+
 def test_score_filter_by_run_metric_and_range(db: Path, store: Store, tmp_path: Path) -> None:
     at = _export()
     at.selectbox(key="x_run").select_index(1)
@@ -156,9 +171,15 @@ def test_every_writable_format_and_the_json_array(db: Path, tmp_path: Path) -> N
     at.selectbox(key="x_format").set_value("openai")
     run(at)
     assert all("messages" in r and "session_id" not in r for r in _records(at))
+    # The caption says what will be written, as the layout chosen says.
+    assert "Writes openai records as JSON Lines: one record a line (a .jsonl file)." in plain_texts(at, "caption")
     assert _download(at).data() == _cli_file(db, tmp_path, "o.jsonl", "openai", SessionFilter())
     at.segmented_control(key="x_layout").set_value("json")
     run(at)
+    assert any(
+        c.startswith("Writes openai records as one JSON array (a .json file)") for c in plain_texts(at, "caption")
+    )
+    assert not any("JSONL" in c for c in plain_texts(at, "caption"))
     download = _download(at)
     assert download.file_name == "shop.openai.json"
     body = download.data()
@@ -207,11 +228,12 @@ def test_run_scores_as_csv_or_jsonl(db: Path, store: Store, tmp_path: Path) -> N
     runs = store.runs.recent("review")
     assert len(at.selectbox(key="x_scores_run").options) == len(runs)
     [label] = [b.proto.label for b in at.get("download_button") if "scores" in b.proto.label]
-    assert label == f"Download review\\.run\\-{runs[0].id}\\.scores\\.csv"
+    assert label == f"Download CSV · review\\.run\\-{runs[0].id}\\.scores\\.csv"  # the type first: never cut
     at.segmented_control(key="x_scores_kind").set_value("jsonl")
     run(at)
     [button] = [b.proto for b in at.get("download_button") if "scores" in b.proto.label]
-    assert button.label.endswith("scores\\.jsonl") and button.deferred_file_id
+    assert button.label.startswith("Download JSON Lines · ") and button.label.endswith("scores\\.jsonl")
+    assert button.deferred_file_id
     assert any(c.startswith("One row per session and metric: session_id, position") for c in texts(at, "caption"))
     at.selectbox(key="x_scores_run").select_index(len(runs) - 1)
     run(at)

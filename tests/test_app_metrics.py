@@ -103,7 +103,9 @@ def test_run_deterministic_metrics_and_see_the_counts_and_the_run(db: Path, stor
     assert new.metrics == ["turn_count", "exact_match", "rouge:rouge_type=rouge1"]
     # shop: 30 sessions, a reference on 10: exact match and rouge apply to 10 each.
     assert (new.n_items, new.n_done, new.n_failed, new.n_not_applicable) == (90, 50, 0, 40)
-    assert counts_line(at) == ("Sessions **30** of 30 · items **50** done · **0** failed · **40** not applicable of 90")
+    assert counts_line(at) == (
+        "Sessions **30** of 30 · items **50** scored · **0** failed · **40** not applicable of 90"
+    )
     assert any("Done: 30 sessions scored" in s for s in texts(at, "success"))
     past = at.dataframe[-1].value
     assert (

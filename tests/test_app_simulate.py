@@ -54,6 +54,7 @@ def test_the_clarification_task_runs_into_a_dataset_and_opens_in_review(
         assert "6 samples; the first ones:" in texts(at, "caption")
         assert "sk-simulate-secret" not in str(at)  # the key is never shown
         at.text_input(key="sim_model").input("eval-model")
+        assert at.text_input(key="sim_config_judge_model").label == "Judge model"  # not "config.judge_model"
         at.text_input(key="sim_config_judge_model").input(JUDGE)
         at.button(key="FormSubmitter:sim_run-Run").click()
         at = _wait_done(run(at))
@@ -95,6 +96,29 @@ def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store
     (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
     assert "config key 'judge_model' is not set" in error
     assert "sim_job" not in at.session_state and "clarification" not in store.datasets.names()
+
+
+def test_a_run_that_left_no_session_offers_nothing_to_open() -> None:
+    """A run cancelled before its first sample (simulate-cancelled.png) has no session for Review, Metrics or the
+    Dashboard; one that made or kept sessions has."""
+    from evalcore.store.jobs import Job
+    from evalcore.views.simulate import solve_progress
+
+    now = "2026-01-01T00:00:00+00:00"
+    cancelled = {"solved": 0, "failed": 0, "skipped": 0, "new": 0, "updated": 0}
+    job = Job(8, "solve", "d", "solve t with m", None, "cancelled", 0, 3, "samples", cancelled, None, now, now, None)
+    assert not solve_progress(job).has_sessions
+    for made in ({"new": 2}, {"updated": 1}, {"skipped": 3}):
+        done = Job(9, "solve", "d", "solve t", None, "done", 3, 3, "samples", cancelled | made, None, now, now, None)
+        assert solve_progress(done).has_sessions and solve_progress(done).sessions == sum(made.values())
+
+
+def test_a_config_value_is_labelled_in_words() -> None:
+    from evalcore.views.simulate import config_label
+
+    assert config_label("judge_model") == "Judge model"
+    assert config_label("user.persona-style") == "User persona style"
+    assert config_label("x") == "X"
 
 
 def test_a_slow_run_is_still_followed_not_given_up() -> None:

@@ -16,7 +16,8 @@ from evalcore.errors import UsageError
 from evalcore.importing import import_file
 from evalcore.judge import JudgeConfig
 from evalcore.metrics import create_metric, metrics
-from evalcore.scoring import score_dataset
+from evalcore.metrics.base import MetricResult
+from evalcore.scoring import save_results, score_dataset
 from evalcore.store import Store, open_store
 from evalcore.views import metrics as metric_views
 from evalcore.views.metrics import (
@@ -244,6 +245,31 @@ def test_past_runs_have_their_counts_cost_and_duration(store: Store) -> None:
     time.sleep(0.01)
     score_dataset(store, "ds", ["turn_count"], resume=False)
     assert [r.metrics for r in past_runs(store, "ds")] == ["turn_count", "turn_count, tool_call_accuracy"]
+
+
+def test_a_finished_runs_counts_agree_and_say_what_they_count(store: Store) -> None:
+    """metrics.png: "Done: 35 items scored" where 12 were not applicable; hostile-metrics: "Done: 0 items scored"
+    beside "Items 1 done" and items 0, done 1 in Past runs (a run whose item count was never set)."""
+    score_dataset(store, "ds", ["turn_count", "tool_call_accuracy"])
+    [run] = store.runs.recent("ds")
+    view = metric_views.run_view(store, run)
+    assert view.message == f"Done: 52 items scored, 28 not applicable (run #{run.id})"
+    assert view.counts_markdown == "Items **52** scored · **0** failed · **28** not applicable of 80"
+    (row,) = past_runs(store, "ds")
+    headings = labels(PastRun)
+    assert (headings["done"], headings["failed"], headings["not_applicable"]) == ("scored", "failed", "not applicable")
+    # A run made with no item count (as imported scores and the hostile test's run are): the items are what it has.
+    bare = store.runs.create("ds", ["turn_count"], {"turn_count": {"name": "turn_count"}})
+    source = store.runs.get(run.id)
+    pk = store.sessions.pks("ds")[0]
+    save_results(store, bare.id, [(pk, "turn_count", MetricResult("turn_count", None, 2.0))])
+    bare = store.runs.recount(bare.id, status="done")
+    assert (bare.n_items, bare.n_done) == (0, 1) and source.n_items == 80
+    view = metric_views.run_view(store, bare)
+    assert view.message == f"Done: 1 item scored (run #{bare.id})"
+    assert view.counts_markdown == "Items **1** scored · **0** failed · **0** not applicable of 1"
+    newest = past_runs(store, "ds")[0]
+    assert (newest.items, newest.done) == (1, 1)
 
 
 def test_the_picker_table_says_how_far_each_metric_applies(store: Store) -> None:

@@ -63,6 +63,7 @@ def test_per_tool_figures_worked_by_hand() -> None:
     assert dict(book.sessions) == {"expected": [1, 2, 3], "made": [1, 3], "wrong_arguments": [1, 3], "missing": [2]}
     assert found.tools[1].sessions["extra"] == [1, 5]
     assert found.tools[2].sessions["out_of_order"] == [1]
+    assert found.failed == 1 + 2 + 2 + 1  # book: missing, wrong arguments ×2; search: extra ×2; pay: out of order
     rows = tool_rows(found)
     assert rows[0].tool == "book" and rows[0].which_arguments in ("seat, flight, note", "flight, seat, note")
     assert (rows[0].missing, rows[0].wrong_arguments) == (1, 2)
@@ -93,6 +94,12 @@ def _session(made: list[Call], ref: list[Call] | None, n: int) -> dict[str, Any]
     if ref is not None:
         data["reference_tool_calls"] = [{"name": c.name, "args": c.args} for c in ref]
     return {**data, "messages": messages}
+
+
+def test_nothing_failed_when_every_call_matches() -> None:
+    ref = _calls(("get_user", {"id": 1}), ("pay", {"sum": 3}))
+    found = tool_failures([(1, SessionCalls(list(ref), ref))])
+    assert found.failed == 0 and [t.tool for t in found.tools] == ["get_user", "pay"]
 
 
 def test_the_same_figures_from_the_store(store: Store, tmp_path: Path) -> None:

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from evalcore.samples import sample_files
 from evalcore.store import Store
 from evalcore.store.jobs import Job
 from evalcore.views.table import column
-from evalcore.views.text import plural, visible
+from evalcore.views.text import code_span, plural, visible
 
-__all__ = ["DatasetRow", "ImportOutcome", "ProblemRow", "dataset_rows", "import_outcome", "latest_import"]
+__all__ = [
+    "DatasetRow",
+    "ImportOutcome",
+    "ProblemRow",
+    "SampleCard",
+    "dataset_rows",
+    "import_outcome",
+    "latest_import",
+    "plain_json_problem",
+    "sample_card",
+]
 
 
 @dataclass(frozen=True)
@@ -96,7 +109,10 @@ def import_outcome(job: Job) -> ImportOutcome:
     """The outcome of an import job (its counts are empty while it runs)."""
     result = job.result or {}
     counts = {k: int(result.get(k) or 0) for k in ("new", "updated", "unchanged", "failed", "warnings")}
-    problems = [ProblemRow(p.get("line"), p.get("level"), p.get("message")) for p in result.get("problems") or []]
+    problems = [
+        ProblemRow(p.get("line"), p.get("level"), plain_json_problem(p.get("message"), p.get("line")))
+        for p in result.get("problems") or []
+    ]
     return ImportOutcome(job, counts, result.get("format"), problems)
 
 
@@ -106,3 +122,66 @@ def latest_import(store: Store, dataset: str) -> ImportOutcome | None:
         if job.kind == "import":
             return import_outcome(job)
     return None
+
+
+# Python's JSON parser's words, as an import's problem quotes them: "not valid JSON (Expecting ',' delimiter: line 1
+# column 61 (char 60))" — its line counted from the record's first line, not the file's.
+_PARSER = re.compile(r"not valid JSON \((?P<what>.+?): line (?P<line>\d+) column (?P<column>\d+) \(char \d+\)\)")
+_PLAIN = {
+    "Expecting ',' delimiter": "a comma or a closing bracket was expected",
+    "Expecting ':' delimiter": "a colon was expected after the key",
+    "Expecting value": "a value was expected (text in double quotes, a number, an object, a list, true, false or null)",
+    "Expecting property name enclosed in double quotes": "a key in double quotes was expected (no comma may end an "
+    "object)",
+    "Extra data": "more text follows the end of the JSON value",
+    "Unterminated string starting at": "a text in double quotes starts here and is never closed",
+    "Invalid control character at": "a control character (a tab, a line break) stands inside a text in quotes",
+    "Invalid \\escape": "a backslash escape that JSON does not know",
+    "Invalid \\uXXXX escape": "a \\u escape without four hexadecimal digits",
+}
+
+
+def plain_json_problem(message: str | None, line: int | None) -> str | None:
+    """An import problem with Python's JSON message said plainly: ``not valid JSON at line 3, column 61: a comma or
+    a closing bracket was expected`` — the line the file's (the record's ``line`` plus the parser's line within the
+    record), the column on that line. Any other message is returned as it is."""
+    if not message:
+        return message
+    found = _PARSER.search(message)
+    if found is None:
+        return message
+    within, column = int(found["line"]), int(found["column"])
+    where = f"line {line + within - 1:,}, column {column:,}" if line is not None else f"column {column:,}"
+    what = _PLAIN.get(found["what"], found["what"][:1].lower() + found["what"][1:])
+    return f"{message[: found.start()]}not valid JSON at {where}: {what}{message[found.end() :]}"
+
+
+@dataclass(frozen=True)
+class SampleCard:
+    """The Datasets page's card of sample data: how many sample files there are in ``folder`` (the button loads
+    them; with none there is nothing to load)."""
+
+    files: int
+    folder: str
+
+    @property
+    def can_load(self) -> bool:
+        return self.files > 0
+
+    @property
+    def caption(self) -> str:
+        """Markdown: what loading the samples brings, or why there is nothing to load."""
+        if self.files:
+            return (
+                f"{plural(self.files, 'small file')}, at least one per format evalcore reads, each in a `sample-…` "
+                "dataset, scored."
+            )
+        return (
+            f"No sample data here: the folder {code_span(visible(self.folder))} has no `.json` or `.jsonl` file "
+            "(the environment variable `EVALCORE_SAMPLE_DATA` names the folder; else `sample_data/` beside the app)."
+        )
+
+
+def sample_card(folder: str | Path) -> SampleCard:
+    """The sample card for ``folder`` (missing or empty: no files)."""
+    return SampleCard(len(sample_files(folder)), str(folder))

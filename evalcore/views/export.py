@@ -29,6 +29,7 @@ __all__ = [
     "cli_command",
     "download_name",
     "export_preview",
+    "layout_caption",
     "writable_formats",
 ]
 
@@ -40,6 +41,14 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def writable_formats() -> dict[str, str]:
     """Every format evalcore can write, by name, with what it is."""
     return {f.name: f.description for f in formats() if f.writable}
+
+
+def layout_caption(to: str, *, array: bool) -> str:
+    """What the export will write, in a line (plain text): the format's records and how they are laid out in the
+    file. (What each format is stays in the format's help: its own description speaks of the files it reads.)"""
+    if array:
+        return f"Writes {to} records as one JSON array (a .json file)."
+    return f"Writes {to} records as JSON Lines: one record a line (a .jsonl file)."
 
 
 def _slug(text: str) -> str:
@@ -186,6 +195,8 @@ class ScoresDownload:
         self.kind = kind
         self.file_name = f"{_slug(run.dataset)}.run-{run.id}.scores.{kind}"
         self.mime = SCORE_KINDS[kind][1]
+        #: The button's label (plain text): the file's type first, so a long name cut short still shows it.
+        self.label = f"Download {SCORE_KINDS[kind][0]} · {self.file_name}"
 
     def data(self) -> bytes:
         """The run's scores, one row per (session, metric)."""
@@ -205,6 +216,8 @@ class LabelsDownload:
         self.kind = kind
         self.file_name = f"{_slug(dataset)}.labels.{kind}"
         self.mime = SCORE_KINDS[kind][1]
+        #: The button's label (plain text): the file's type first, so a long name cut short still shows it.
+        self.label = f"Download {SCORE_KINDS[kind][0]} · {self.file_name}"
 
     def data(self) -> bytes:
         from evalcore.label_export import label_bytes

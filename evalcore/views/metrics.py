@@ -663,14 +663,17 @@ class ProgressView:
 
     @property
     def counts(self) -> str:
-        """``120 done · 3 failed · 17 not applicable``."""
-        return f"{self.done:,} done · {self.failed:,} failed · {self.not_applicable:,} not applicable"
+        """``120 scored · 3 failed · 17 not applicable``."""
+        return f"{self.done:,} scored · {self.failed:,} failed · {self.not_applicable:,} not applicable"
 
     @property
     def counts_markdown(self) -> str:
-        """The sessions and the items' counts in one line, the figures in bold (markdown; only numbers)."""
-        items = f"**{self.done:,}** done · **{self.failed:,}** failed · **{self.not_applicable:,}** not applicable" + (
-            f" of {self.items:,}" if self.items else ""
+        """The sessions and the items' counts in one line, the figures in bold (markdown; only numbers): items
+        scored, failed and not applicable, of the run's items (never fewer than those three together)."""
+        total = max(self.items, self.done + self.failed + self.not_applicable)
+        items = (
+            f"**{self.done:,}** scored · **{self.failed:,}** failed · **{self.not_applicable:,}** not applicable"
+            + (f" of {total:,}" if total else "")
         )
         if self.sessions_total is None:
             return "Items " + items
@@ -705,6 +708,12 @@ def run_failures(store: Store, run_id: int, n_failed: int, updated_at: str | Non
 def _finished(status: str, done: int, failed: int) -> str:
     """A run's status as shown: a "done" run where items failed is "partial", or "failed" when all did."""
     return ending(done, failed) if status == "done" else status
+
+
+def _items_scored(done: int, not_applicable: int) -> str:
+    """``23 items scored, 12 not applicable`` (what a finished run's items came to; failures are said apart)."""
+    scored = f"{done:,} {'item' if done == 1 else 'items'} scored"
+    return scored + (f", {not_applicable:,} not applicable" if not_applicable else "")
 
 
 def _done_message(view_status: str, done: int, failed: int, scored: str, run_id: int | None) -> str:
@@ -752,12 +761,13 @@ def run_view(store: Store, run: Run) -> ProgressView:
     stalled = run.status == "running" and run.updated_at is not None and _older_than(run.updated_at, STALLED_AFTER)
     if stalled:
         status = "stalled"
-    scored = f"{run.items_done:,} of {run.n_items:,} items"
+    scored = f"{run.items_done:,} of {max(run.n_items, run.items_done):,} items"
     if status == "running":
         message = f"Scoring outside the app: {scored}"
     elif status == "done":
         status = ending(run.n_done, run.n_failed)
-        message = _done_message(status, run.n_done, run.n_failed, f"{run.n_items:,} items scored", run.id)
+        said = _items_scored(run.n_done, run.n_not_applicable)
+        message = _done_message(status, run.n_done, run.n_failed, said, run.id)
     elif status == "cancelled":
         message = f"Cancelled after {scored}; resume it below to go on"
     elif status == "stalled":
@@ -830,10 +840,10 @@ class PastRun:
     status: str = ""
     metrics: str = ""
     judge: str = ""
-    items: int = 0
-    done: int = 0
+    items: int = 0  # never fewer than the three that follow together
+    done: int = column("scored", default=0)
     failed: int = 0
-    not_applicable: int = column("n/a", default=0)
+    not_applicable: int = column("not applicable", default=0)
     judge_calls: int | None = column("calls", default=None)
     cost: float | None = column("cost ($)", default=None)
     duration: str = ""
@@ -848,8 +858,9 @@ class PastRun:
 
 
 def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
-    """The dataset's runs, newest first, one row each: metrics, judge, items, done / failed / not
-    applicable, judge calls and cost (summed over the session scores), duration, status and who started it, and
+    """The dataset's runs, newest first, one row each: metrics, judge, items, scored / failed / not
+    applicable (the items never fewer than those three together), judge calls and cost (summed over the session
+    scores), duration, status and who started it, and
     the failures grouped by reason. A finished run where items failed has the status "partial", or "all failed"
     when every item that could be scored failed. (A metric's parameters and the judge's name are what someone
     typed: their invisible characters are shown as escapes.)"""
@@ -867,7 +878,8 @@ def past_runs(store: Store, dataset: str, *, limit: int = 100) -> list[PastRun]:
             PastRun(
                 run.id, run.started_at[:19].replace("T", " "), "imported" if run.imported else shown,
                 visible(", ".join(run.metrics)),
-                visible(run.judge_model or ""), run.n_items, run.n_done, run.n_failed, run.n_not_applicable, calls,
+                visible(run.judge_model or ""), max(run.n_items, run.items_done), run.n_done, run.n_failed,
+                run.n_not_applicable, calls,
                 cost, _duration(run.started_at, run.finished_at or run.updated_at), visible(run.created_by or ""),
                 visible(failures_text(list(reasons))),
             )

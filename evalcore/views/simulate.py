@@ -3,6 +3,7 @@ outline, its samples, the endpoint, and a solver job's progress. The page only r
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -60,6 +61,12 @@ def sample_files_beside(task: Path) -> list[Path]:
     files = [p for p in task.parent.iterdir() if p.suffix in (".jsonl", ".json", ".csv") and p.is_file()]
     stem = task.stem.split("_")[0]
     return sorted(files, key=lambda p: (not p.stem.startswith(stem), p.name))
+
+
+def config_label(key: str) -> str:
+    """The field for a task's ``<< config.KEY >>`` value, labelled in words: ``judge_model`` -> ``Judge model``."""
+    words = re.sub(r"[_.\-]+", " ", key).strip()
+    return (words[:1].upper() + words[1:]) if words else key
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,13 @@ class SolveProgress:
     errors: list[str]
     active: bool  # the job still runs (a stalled one too: it may be slow), so the page keeps following it
     failures: tuple[Failure, ...] = ()
+    sessions: int = 0  # the sessions the run left in its dataset (new, updated, or solved before and skipped)
+
+    @property
+    def has_sessions(self) -> bool:
+        """Whether there is anything to open in Review, score or compare (a run cancelled before its first sample
+        left nothing)."""
+        return self.sessions > 0
 
     @property
     def failures_line(self) -> str:
@@ -221,12 +235,13 @@ def solve_progress(job: Job) -> SolveProgress:
     # Each error is "<session id>: <what went wrong>": grouped by what went wrong.
     found = tuple(failures(((e.partition(": ")[2] or e, 1) for e in errors), "the model"))
     solved, failed = _count(result.get("solved")), _count(result.get("failed"))
+    made = sum(_count(result.get(k)) for k in ("new", "updated", "skipped"))
     if job.status == "done" and failed:
         if ending(solved, failed) == "failed":
             message = f"Failed: all {failed:,} samples failed, none was solved"
         else:
             message = f"Partly failed: {failed:,} of {solved + failed:,} samples failed"
-        return SolveProgress(ending(solved, failed), 1.0, message, summary, errors, False, found)
+        return SolveProgress(ending(solved, failed), 1.0, message, summary, errors, False, found, made)
     if job.status == "running" and job.stalled:
         status = "stalled"
         message = (
@@ -242,7 +257,7 @@ def solve_progress(job: Job) -> SolveProgress:
     else:
         status, message = "failed", f"Failed: {job.error}"
     fraction = job.fraction if job.total else 0.0
-    return SolveProgress(status, fraction, message, summary, errors, job.status == "running", found)
+    return SolveProgress(status, fraction, message, summary, errors, job.status == "running", found, made)
 
 
 def latest_solve_job(store: Store, dataset: str | None = None) -> Job | None:

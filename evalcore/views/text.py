@@ -33,14 +33,19 @@ GFM, directives, KaTeX and its own plugins):
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 import string
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal
 
 from evalcore._infra.printable import visible
 
 __all__ = [
     "WORD_JOINER",
+    "RichBlock",
     "chart_text",
     "code_span",
     "escape_inline",
@@ -48,6 +53,7 @@ __all__ = [
     "literal_message",
     "literal_name",
     "plural",
+    "safe_markdown",
     "visible",
 ]
 
@@ -172,3 +178,201 @@ def chart_text(text: str) -> str:
 def plural(n: int, word: str) -> str:
     """``1 chunk``, ``3 chunks``, ``1,200 chunks``."""
     return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+# -- a safe subset of Markdown, for what a user or an assistant wrote ---------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RichBlock:
+    """A piece of a message for the page: ``markdown`` (for ``st.markdown``, only the safe subset active in it) or
+    ``code`` (a fenced block's text, to be shown verbatim with ``st.text``)."""
+
+    kind: Literal["markdown", "code"]
+    text: str
+
+
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$")
+_ITEM = re.compile(r"([ \t]*)(?:([-*+])|(\d{1,9})[.)])[ \t]+(?=\S)")
+_DELIMS = re.compile(r"\*+|_+|`+")
+_MAX_DEPTH = 4
+
+
+def _kind(c: str) -> str:
+    """CommonMark's class of a character beside a delimiter: ``s`` (whitespace, or a text's edge), ``p``
+    (punctuation or symbol), ``o`` (other)."""
+    if not c or c.isspace():
+        return "s"
+    return "p" if unicodedata.category(c)[0] in "PS" else "o"
+
+
+def _plain(text: str) -> str:
+    return escape_inline(text, line_start=False) if text else ""
+
+
+def _closers(text: str, runs: list[tuple[int, int]]) -> dict[tuple[str, int], list[int]]:
+    """Where each kind of delimiter can close: (character, size) -> sorted start positions of the closing delimiter
+    (a run of backticks closes a span opened by as many; ``*`` and ``_`` close after a non-space, ``_`` not
+    inside a word)."""
+    closers: dict[tuple[str, int], list[int]] = {}
+    for pos, length in runs:
+        char, before, after = text[pos], text[pos - 1 : pos], text[pos + length : pos + length + 1]
+        if char == "`":
+            closers.setdefault(("`", length), []).append(pos)
+        elif _kind(before) != "s" and not (char == "_" and after.isalnum()):
+            for size in (1, 2):
+                if length == size or length >= 3:
+                    closers.setdefault((char, size), []).append(pos + length - size)
+    return closers
+
+
+def _code_at(text: str, pos: int, length: int, found: list[int]) -> tuple[str, int] | None:
+    """The code span opened at ``pos`` by ``length`` backticks, and where it ends; ``None``: it is text."""
+    at = bisect.bisect_right(found, pos)
+    if at == len(found):
+        return None  # no closing run: the backticks are text
+    end = found[at]
+    code = text[pos + length : end]
+    if len(code) >= 2 and code[0] == code[-1] == " " and code.strip(" "):
+        code = code[1:-1]
+    if "$" in code and "`" in code:  # Streamlit would load its LaTeX script for it: shown as text instead
+        return None
+    return code_span(code), end + length
+
+
+def _emphasis_at(
+    text: str, pos: int, length: int, found: list[int], strong: bool, depth: int
+) -> tuple[str, int] | None:
+    """The bold or italic text opened at ``pos`` by a run of ``length`` delimiters, and where it ends; ``None``: the
+    delimiters are text."""
+    char, size = text[pos], 2 if length >= 2 else 1
+    inner_at, before = pos + size, text[pos - 1 : pos]
+    if _kind(text[inner_at : inner_at + 1]) == "s" or (char == "_" and before.isalnum()):
+        return None
+    at = bisect.bisect_right(found, inner_at)
+    if at == len(found):
+        return None
+    end = found[at]
+    inner, after = text[inner_at:end], text[end + size : end + size + 1]
+    # The delimiters written must open and close by CommonMark's flanking rules, else they would show as text.
+    if (_kind(inner[0]) == "p" and _kind(before) == "o") or (_kind(inner[-1]) == "p" and _kind(after) == "o"):
+        return None
+    mark = "" if size == 2 and not strong else "*" * size
+    return mark + _inline(inner, strong=strong, depth=depth + 1) + mark, end + size
+
+
+def _inline(text: str, *, strong: bool = True, depth: int = 0) -> str:
+    """One line of text as Markdown in which only bold, italic and code spans are active; everything else is escaped
+    (:func:`escape_inline`) and shows as written. ``strong=False``: ``**x**`` shows as ``x`` (in a heading, which
+    is bold already)."""
+    runs = [(m.start(), m.end() - m.start()) for m in _DELIMS.finditer(text)]
+    if not runs or depth > _MAX_DEPTH:
+        return _plain(text)
+    closers = _closers(text, runs)
+    out: list[str] = []
+    done = 0  # text[:done] is in out
+    for pos, length in runs:
+        if pos < done:
+            continue
+        char = text[pos]
+        if char == "`":
+            made = _code_at(text, pos, length, closers.get(("`", length), []))
+        else:
+            found = closers.get((char, 2 if length >= 2 else 1), [])
+            made = _emphasis_at(text, pos, length, found, strong, depth)
+        if made is not None:
+            out += [_plain(text[done:pos]), made[0]]
+            done = made[1]
+    out.append(_plain(text[done:]))
+    return "".join(out)
+
+
+def _line(text: str) -> str:
+    """A paragraph's line: its indentation as non-breaking spaces, then :func:`_inline`."""
+    body = text.lstrip(" \t")
+    lead = text[: len(text) - len(body)].replace("\t", "    ")
+    return _NBSP * len(lead) + _inline(body)
+
+
+def safe_markdown(text: str) -> tuple[RichBlock, ...]:
+    """A message's text with a safe subset of Markdown shown as formatting, everything else shown as written.
+
+    Shown as formatting: bold and italic (``**b**``, ``*i*``, ``__b__``, ``_i_``), inline code, fenced code blocks
+    (a ``code`` block, shown verbatim), bullet and numbered lists (nested by indentation), headings (as a bold line),
+    and every line break. Shown as written: everything else — links and images (their text and URL), raw HTML,
+    block quotes, tables, Streamlit's directives (``:red[...]``, ``:material/x:``, emoji shortcodes) and LaTeX
+    (``$x$``). Built so by construction: every character of the text is either escaped (:func:`escape_inline`),
+    inside a code span (:func:`code_span`) or a code block, and the only markup written is ``*``, ``**``, list
+    markers, indentation and hard breaks.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    blocks: list[RichBlock] = []
+    chunk: list[str] = []  # the Markdown blocks since the last code block
+    para: list[str] = []
+    items: list[str] = []
+    stack: list[tuple[int, int]] = []  # the open list items: (their indentation in the text, their content column)
+
+    def end_para() -> None:
+        if para:
+            chunk.append("  \n".join(para))
+            para.clear()
+
+    def end_list() -> None:
+        if items:
+            chunk.append("\n".join(items))
+            items.clear()
+            stack.clear()
+
+    def end_markdown() -> None:
+        end_para()
+        end_list()
+        if chunk:
+            blocks.append(RichBlock("markdown", "\n\n".join(chunk)))
+            chunk.clear()
+
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        n += 1
+        fence = _FENCE.match(line)
+        if fence:
+            mark = fence.group(1)
+            closing = re.compile(rf" {{0,3}}{re.escape(mark[0])}{{{len(mark)},}}[ \t]*$")
+            body: list[str] = []
+            while n < len(lines) and not closing.match(lines[n]):
+                body.append(lines[n])
+                n += 1
+            n += 1  # the closing fence (or the end of the text)
+            end_markdown()
+            blocks.append(RichBlock("code", "\n".join(body)))
+            continue
+        if not line.strip():
+            end_para()
+            end_list()
+            continue
+        heading = _HEADING.match(line)
+        if heading and heading.group(2):
+            end_para()
+            end_list()
+            chunk.append(f"**{_inline(heading.group(2), strong=False)}**")
+            continue
+        item = _ITEM.match(line)
+        if item:
+            end_para()
+            indent = len(item.group(1).replace("\t", "    "))
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            column = stack[-1][1] if stack else 0
+            marker = "-" if item.group(2) else f"{int(item.group(3))}."
+            items.append(" " * column + f"{marker} {_inline(line[item.end() :].rstrip())}")
+            stack.append((indent, column + len(marker) + 1))
+            continue
+        if items and line[:1] in (" ", "\t"):  # a line that goes on with a list item
+            items[-1] += "  \n" + " " * stack[-1][1] + _inline(line.strip())
+            continue
+        end_list()
+        para.append(_line(line.rstrip()))
+    end_markdown()
+    return tuple(blocks)

@@ -53,6 +53,13 @@ class ToolFailures:
     sessions: int
     skipped: int
 
+    @property
+    def failed(self) -> int:
+        """How many calls failed in all (missing, extra, wrong arguments, out of order): 0 when every call matched."""
+        return sum(
+            t.counts[kind] for t in self.tools for kind in ("missing", "extra", "wrong_arguments", "out_of_order")
+        )
+
 
 def _same(a: Any, b: Any) -> bool:
     return bool(a == b) or str(a) == str(b)

@@ -101,4 +101,6 @@ def test_the_worst_pair_side_by_side(server: Server, new_page: NewPage, tau: int
     assert b.locator('[data-testid="stChatMessage"]').count() > 3
     box_a, box_b = a.bounding_box(), b.bounding_box()
     assert box_a and box_b and box_a["x"] + box_a["width"] <= box_b["x"] + 1  # side by side, A on the left
+    expect(page.get_by_text("Identical call sequences: A and B make the same")).to_be_visible()
+    expect(a.locator("li strong", has_text="Trip Type:").first).to_be_visible()  # the assistant's Markdown applied
     shot(page, "compare-side-by-side")

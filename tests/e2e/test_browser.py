@@ -100,7 +100,7 @@ def test_upload_with_a_broken_line(server: Server, new_page: NewPage) -> None:
     listed = grid_with(page, "problem")
     expect(cell(listed, 0, 0)).to_have_text("3")  # the line number
     expect(cell(listed, 1, 0)).to_have_text("error")
-    expect(cell(listed, 2, 0)).to_contain_text("not valid JSON")
+    expect(cell(listed, 2, 0)).to_contain_text("not valid JSON at line 3, column ")  # the file's line, plainly
     # The new dataset is the current one now, in the sidebar and in the address.
     expect(page.get_by_role("combobox", name="Dataset", exact=True)).to_have_value("support-chats")
     assert parse_qs(urlparse(page.url).query).get("dataset") == ["support-chats"]

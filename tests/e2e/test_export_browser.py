@@ -98,7 +98,7 @@ def test_download_an_export_byte_equal_to_the_cli(server: Server, new_page: NewP
     assert name == "shop.openai.json" and data == cli and data.startswith(b"[\n{")
 
     # A run's scores, as CSV.
-    name, data = download(page, f"Download shop.run-{run_id}.scores.csv", got)
+    name, data = download(page, f"Download CSV · shop.run-{run_id}.scores.csv", got)
     with open_store(server.db) as store:
         assert name == f"shop.run-{run_id}.scores.csv" and data == scores_csv(store, run_id)
     assert data.count(b"\r\n") == 31  # a header and 30 rows

@@ -108,7 +108,10 @@ def hostile_session(port: int) -> dict[str, Any]:
             },
             {"role": "tool", "tool_call_id": call_id, "name": f"`{pixel}`", "content": f"Result {html}"},
             {"role": "tool", "tool_call_id": "nobody", "name": f"`orphan` {pixel}", "content": f"Orphan {html}"},
-            {"role": "assistant", "content": f"Final answer {html} done."},
+            {  # the safe Markdown the transcript applies (bold, italic, lists, headings, code) around all of it
+                "role": "assistant",
+                "content": f"Final answer **{html}** done.\n- *{pixel}*\n1. {html}\n# {html}\n`{pixel}`",
+            },
         ],
         "reference": f"Reference answer {html} done.",
         "reference_tool_calls": [{"name": f"`{pixel}`", "args": {"q": html}}],
@@ -163,6 +166,11 @@ def test_hostile_content_is_shown_as_text_and_loads_nothing(
     expect(page.get_by_text("Question <script>window.__xss=1</script>", exact=False)).to_be_visible()
     assert page.locator('[data-testid="stMain"] a[href^="javascript"]').count() == 0
     assert page.locator(f'img[src*="127.0.0.1:{listener.port}"]').count() == 0
+    final = page.locator('[data-testid="stChatMessage"]').filter(has_text="Final answer").first
+    expect(final.locator("strong").first).to_contain_text("<script>window.__xss=1</script>")  # bold, and text
+    italic = final.locator("li em").inner_text().replace("\u2060", "")  # (the joiner that stops the autolink)
+    assert italic == f"![p](http://127.0.0.1:{listener.port}/pixel.png)"
+    assert final.locator("a, img, h1, h2, h3, h4, h5, h6").count() == 0
     tool = page.locator('[data-testid="stChatMessage"]').filter(has_text="call-1").first
     expect(tool).to_contain_text(f"127.0.0.1:{listener.port}/pixel.png")  # the name and id, as text
 

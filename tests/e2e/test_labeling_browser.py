@@ -142,7 +142,8 @@ def test_two_reviewers_work_one_queue_with_overlap_two(
         if kind == "jsonl":  # the labels' own choice of format: the last on the page
             ada.get_by_role("radio", name="JSON Lines", exact=True).last.click()
             settle(ada)
-        name, data = download(ada, f"Download support.labels.{kind}", tmp_path)
+        shown = "CSV" if kind == "csv" else "JSON Lines"  # the file's type first in the label
+        name, data = download(ada, f"Download {shown} · support.labels.{kind}", tmp_path)
         out = tmp_path / f"cli.{kind}"
         done = subprocess.run([EVALCORE, "export-labels", "--dataset", "support", "-o", str(out), "--db",
                                str(server.db)], capture_output=True, text=True, timeout=120)  # fmt: skip

@@ -68,7 +68,7 @@ def test_run_deterministic_metrics_and_watch_the_progress(server: Server, new_pa
     counts = [int(re.search(r"Scoring: ([\d,]+)", t).group(1).replace(",", "")) for t in partial]  # type: ignore[union-attr]
     assert counts == sorted(counts) and counts[0] < SESSIONS, counts
     settle(page)
-    line = re.compile(r"Sessions 4,000 of 4,000 · items [\d,]+ done · 0 failed · [\d,]+ not applicable of 16,000")
+    line = re.compile(r"Sessions 4,000 of 4,000 · items [\d,]+ scored · 0 failed · [\d,]+ not applicable of 16,000")
     expect(page.get_by_text(line)).to_be_visible()
     (run,) = server.rows(
         "SELECT r.status, r.n_items, r.n_done + r.n_failed + r.n_not_applicable FROM runs r "

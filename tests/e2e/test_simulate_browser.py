@@ -41,7 +41,7 @@ def test_run_the_clarification_task_and_open_a_session_in_review(server: Server,
     expect(page.get_by_text("5 steps; conversations recorded as")).to_be_visible()  # clarification.yaml, read
     expect(page.get_by_text("6 samples; the first ones:")).to_be_visible()
     page.get_by_role("textbox", name="Model under evaluation").fill("eval-model")
-    page.get_by_role("textbox", name="config.judge_model").fill(JUDGE)
+    page.get_by_role("textbox", name="Judge model").fill(JUDGE)  # the task's config.judge_model, in words
     settle(page)
     shot(page, "simulate")
     page.get_by_role("button", name="Run").click()
@@ -99,6 +99,9 @@ def test_cancel_stops_a_run_stuck_in_a_template_within_a_second(server: Server, 
     took = time.monotonic() - started
     print(f"Cancel clicked: the page said cancelled {took:.2f} s later")
     assert took < 2.0  # the job within a second, the page's next look (twice a second) included
+    # Nothing was made: no "Open in Review" (nor Metrics, nor Dashboard) for a run that left no session.
+    expect(page.get_by_text("The run left no session: nothing to review, score or compare.")).to_be_visible()
+    expect(page.get_by_role("button", name="Open in Review")).to_have_count(0)
     shot(page, "simulate-cancelled")
     rows = server.rows("SELECT count(*) FROM sessions s JOIN datasets d ON d.id = s.dataset_id WHERE d.name = 'stuck'")
     assert rows == [(0,)]
