@@ -3,6 +3,7 @@ status and navigation, history, comments, scores and the answer against the refe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any, Literal
 
@@ -53,8 +54,11 @@ from pages._transcript import render_items, render_turn
 _shared.frame_first()
 
 TURNS_PER_PAGE = 4
-#: The height of a table row that wraps its text (Streamlit wraps a cell's text in rows over 4rem): three lines.
-WRAPPED_ROW = 70
+#: How long "saved" is said under the button that saved (any rerun in that time says it again).
+SAVED_FOR = 8.0
+#: The height of a table row that wraps its text (Streamlit wraps a cell's text in rows over 4rem): four lines.
+WRAPPED_ROW = 80
+# The panel's tables are ~415 px wide at a 1400 px window: their columns are sized to fit it (a long value wraps).
 SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
 
 store = _shared.store()
@@ -191,7 +195,7 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str, where: str)
     rebase(reset=False)
     for turn, _ in groups:  # the form is saved: its drafts are done with
         forget_drafts(SESSION_DRAFTS.values() if turn is None else TURN_DRAFTS.values(), turn)
-    st.session_state["review_saved"] = (where, f"{what} saved.")
+    said_saved(where, f"{what} saved.")
     return True
 
 
@@ -203,17 +207,28 @@ def go_to(target: int | None) -> None:
 
 def set_status(status: str, then: int | None = None) -> None:
     if save([(None, {"status": status})], "Status", "status"):
-        st.session_state["review_saved"] = ("status", f"{session_label(stored.link)} set to {status}.")
+        said_saved("status", f"{session_label(stored.link)} set to {status}.", anywhere=True)
         if then is not None:
             go_to(then)
+
+
+def said_saved(where: str, text: str, *, anywhere: bool = False) -> None:
+    """Keep ``text`` to be said at ``where`` (``saved_here``) for ``SAVED_FOR`` seconds of reruns (the draft of what
+    was typed, sent 0.7 s after the last key, reruns the page right after a save: said once, it would flash), on
+    this session (``anywhere``: on the next one too, as Approve & next's)."""
+    st.session_state["review_saved"] = {"where": where, "text": text, "pk": None if anywhere else pk,
+                                        "at": time.monotonic()}  # fmt: skip
 
 
 def saved_here(where: str) -> None:
     """Say "saved" beside the button that saved (a toast would sit on Prev / Next, top right)."""
     said = st.session_state.get("review_saved")
-    if said is not None and said[0] == where:
-        st.session_state.pop("review_saved")
-        st.success(said[1], icon=":material/check:")
+    if said is None:
+        return
+    if said["pk"] not in (None, pk) or time.monotonic() - said["at"] > SAVED_FOR:
+        st.session_state.pop("review_saved")  # (said where its button was, for a few seconds; not later, nor elsewhere)
+    elif said["where"] == where:
+        st.success(said["text"], icon=":material/check:")
 
 
 def problems_text(problems: list[FieldProblem]) -> str:
@@ -491,8 +506,8 @@ with tabs[1]:
                     num_rows="dynamic",
                     key=f"s-calls-{key}-{len(seeds.get(key, []))}",
                     column_config={
-                        "name": st.column_config.TextColumn("tool", width=130, required=True),
-                        "arguments": st.column_config.TextColumn("arguments (JSON object)", width=290),
+                        "name": st.column_config.TextColumn("tool", width=118, required=True),
+                        "arguments": st.column_config.TextColumn("arguments (JSON object)", width=258),
                     },
                     hide_index=True,
                     row_height=WRAPPED_ROW,  # (the arguments wrap: three lines of them; a cell opens whole to edit)
@@ -504,8 +519,8 @@ with tabs[1]:
                 num_rows="dynamic",
                 key=f"s-rubrics-{key}",
                 column_config={
-                    "name": st.column_config.TextColumn("rubric", width=130),
-                    "description": st.column_config.TextColumn("description", width=290),
+                    "name": st.column_config.TextColumn("rubric", width=118),
+                    "description": st.column_config.TextColumn("description", width=258),
                 },
                 hide_index=True,
                 row_height=WRAPPED_ROW,  # (the description wraps)
@@ -540,11 +555,11 @@ with tabs[2]:
             weight_rows(view, typed_weights(), explained),
             row_height=WRAPPED_ROW,  # (the question wraps: three lines of it)
             column_config={
-                "turn": st.column_config.NumberColumn(width=48),
-                "typed": st.column_config.TextColumn(width=60, help="The weight typed or saved for the turn"),
-                "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width=100,
+                "turn": st.column_config.NumberColumn(width=44),
+                "typed": st.column_config.TextColumn(width=54, help="The weight typed or saved for the turn"),
+                "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width=96,
                                                              help="Its weight in the session's score"),
-                "question": st.column_config.TextColumn(width="large", help="The turn's user message"),
+                "question": st.column_config.TextColumn(width=218, help="The turn's user message"),
             },
         )  # fmt: skip
 
@@ -681,10 +696,10 @@ with tabs[4]:
                 height=min(38 + WRAPPED_ROW * len(scores), 38 + WRAPPED_ROW * 8),
                 row_height=WRAPPED_ROW,
                 column_config={
-                    "metric": st.column_config.TextColumn(width=120),
+                    "metric": st.column_config.TextColumn(width=110),
                     # (no format: a count shows as 7, a score as 0.8333 — each row may be another metric)
-                    "value": st.column_config.NumberColumn(width=64),
-                    "reason": st.column_config.TextColumn(width=250),
+                    "value": st.column_config.NumberColumn(width=58),
+                    "reason": st.column_config.TextColumn(width=245),
                     "cost": st.column_config.NumberColumn(format="$%.5f"),
                 },
             )
@@ -719,10 +734,10 @@ with tabs[6]:
                 history_rows(history),
                 height=min(38 + 35 * len(history), 38 + 35 * 10),
                 column_config={
-                    "edit": st.column_config.NumberColumn(width=56),
-                    "at": st.column_config.TextColumn(width=132),
-                    "by": st.column_config.TextColumn(width="small"),
-                    "field": st.column_config.TextColumn(width="medium"),
+                    "edit": st.column_config.NumberColumn(width=44),
+                    "at": st.column_config.TextColumn(width=124),
+                    "by": st.column_config.TextColumn(width=72),
+                    "field": st.column_config.TextColumn(width=146),
                 },
                 on_select="rerun", selection_mode="single-row", key=f"history-{key}",
             )  # fmt: skip
@@ -757,7 +772,7 @@ with tabs[6]:
                         st.error(literal_message(f"Not restored: {exc}"))
                     else:
                         rebase(reset=True)
-                        st.session_state["review_saved"] = ("history", f"Restored to the state after edit #{target}.")
+                        said_saved("history", f"Restored to the state after edit #{target}.")
                         st.rerun()
             saved_here("history")
 
@@ -887,6 +902,6 @@ with talk_column:
         _shared.scroll_to(f"turn-{scroll_turn}")
     elif conflict is not None and conflict.pop("scroll", False) and conflict_turn is not None:
         _shared.scroll_to("conflict_box")  # a turn's refused save: its box, far below the notice at the top
-st.session_state.pop("review_saved", None)  # (said where its button is; not drawn this run: not said later)
+saved_here("")  # (a "saved" of another session, or said long enough: dropped)
 
 _shared.guard_typing()  # typed text is never lost to a shortcut (last: the element takes no room above anything)

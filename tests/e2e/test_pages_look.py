@@ -36,7 +36,7 @@ TABS = {
     "Verdict": "Does the assistant pass?",
     "Scores": "metric",
     "Diff": "The assistant's final answer against the",
-    "History": "Restore the session to how it was after",
+    "History": "Select an edit to read its new and old values in full.",  # (one edit: nothing to restore to)
     "Comments": "Add a comment",
 }
 
