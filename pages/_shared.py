@@ -31,7 +31,8 @@ log = logging.getLogger("evalcore.app")
 #: The review loop's keyboard shortcuts: one table makes the buttons and the "?" list, so the list
 #: shows only keys that have a handler.
 SHORTCUTS = {
-    "approve_next": ("Approve and next", "Ctrl+Enter"),
+    # (not Ctrl+Enter: in a text box of a form that saves the form, as Streamlit's hint under the box says)
+    "approve_next": ("Approve and next", "Alt+Enter"),
     "approve": ("Approve", "Alt+A"),
     "reject": ("Reject", "Alt+X"),
     "flag": ("Flag", "Alt+F"),

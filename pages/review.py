@@ -3,16 +3,19 @@ status and navigation, history, comments, scores and the answer against the refe
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import streamlit as st
 
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
+from evalcore.schema import TurnTruth
 from evalcore.store.labels import LABEL, rubric_verdict
+from evalcore.views.review.conflict import conflict_view
 from evalcore.views.review.diff import diff_markdown, word_diff
-from evalcore.views.review.drafts import SESSION_DRAFTS, TURN_DRAFTS, DraftsView, draft_target
+from evalcore.views.review.drafts import SESSION_DRAFTS, TURN_DRAFTS, DraftsView, draft_target, is_saved_text
 from evalcore.views.review.fields import (
     SESSION_EDITORS,
     TURN_EDITORS,
@@ -31,7 +34,16 @@ from evalcore.views.review.questions import (
     has_own_questions,
     questions_view,
 )
-from evalcore.views.review.tables import edit_label, history_rows, score_rows, session_label, verdict_rows, weight_rows
+from evalcore.views.review.tables import (
+    edit_detail,
+    edit_label,
+    history_rows,
+    other_verdicts,
+    restore_targets,
+    score_rows,
+    session_label,
+    weight_rows,
+)
 from evalcore.views.review.transcript import page_transcript, read_turn_page, turn_page_of_link
 from evalcore.views.review.weights import explain_weights, format_number
 from evalcore.views.review.weights import typed_weights as weights_typed
@@ -42,6 +54,11 @@ from pages._transcript import render_items, render_turn
 _shared.frame_first()
 
 TURNS_PER_PAGE = 4
+#: How long "saved" is said under the button that saved (any rerun in that time says it again).
+SAVED_FOR = 8.0
+#: The height of a table row that wraps its text (Streamlit wraps a cell's text in rows over 4rem): four lines.
+WRAPPED_ROW = 80
+# The panel's tables are ~415 px wide at a 1400 px window: their columns are sized to fit it (a long value wraps).
 SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
 
 store = _shared.store()
@@ -125,8 +142,14 @@ typed = _shared.typed_draft(key)
 typed_into = draft_target(typed.get("widget", ""), key) if typed is not None and author is not None else None
 if typed is not None and typed_into is not None:
     field_typed, turn_typed = typed_into
+    saved_values = (form_values(base["session"]) if turn_typed is None
+                    else turn_form_values(base["truth"].get(turn_typed) or TurnTruth()))  # fmt: skip
     try:
-        store.drafts.save(pk, field_typed, str(typed.get("value", "")), base_version=base["version"], turn=turn_typed)
+        if is_saved_text(typed.get("value"), saved_values.get(field_typed)):  # (sent after its form was saved)
+            store.drafts.drop(pk, field_typed, turn=turn_typed)
+        else:
+            store.drafts.save(pk, field_typed, str(typed.get("value", "")), base_version=base["version"],
+                              turn=turn_typed)  # fmt: skip
     except EvalcoreError as exc:
         st.session_state["review_notice"] = ("error", f"Your draft was not kept: {exc}")
 drafts = DraftsView(store.drafts.of(pk) if author is not None else [], base["version"])
@@ -147,8 +170,9 @@ def rebase(*, reset: bool) -> None:
         forget_drafts(None)  # what was typed is dropped: its drafts too
 
 
-def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
-    """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved."""
+def save(groups: list[tuple[int | None, dict[str, Any]]], what: str, where: str) -> bool:
+    """Save reviewer changes on top of the forms' version; a conflict is kept to be resolved. ``where``: the part of
+    the page whose button asked for it (``truth``, ``calls``, ``turn-N``, ``status``), where "saved" is said."""
 
     def refused(message: str) -> bool:
         turns = [turn for turn, _ in groups if turn is not None]
@@ -163,15 +187,15 @@ def save(groups: list[tuple[int | None, dict[str, Any]]], what: str) -> bool:
     try:
         for turn, changes in groups:
             base["version"] = store.sessions.save(pk, changes, base_version=base["version"], turn=turn)
-    except ConflictError as exc:
-        st.session_state["review_conflict"] = {"message": str(exc), "groups": groups, "what": what}
+    except ConflictError:
+        st.session_state["review_conflict"] = {"groups": groups, "what": what, "where": where, "scroll": True}
         return False
     except EvalcoreError as exc:
         return refused(f"{what} was not saved: {exc}")
     rebase(reset=False)
     for turn, _ in groups:  # the form is saved: its drafts are done with
         forget_drafts(SESSION_DRAFTS.values() if turn is None else TURN_DRAFTS.values(), turn)
-    st.session_state["review_notice"] = ("success", f"{what} saved.")
+    said_saved(where, f"{what} saved.")
     return True
 
 
@@ -182,8 +206,29 @@ def go_to(target: int | None) -> None:
 
 
 def set_status(status: str, then: int | None = None) -> None:
-    if save([(None, {"status": status})], f"Status {status}") and then is not None:
-        go_to(then)
+    if save([(None, {"status": status})], "Status", "status"):
+        said_saved("status", f"{session_label(stored.link)} set to {status}.", anywhere=True)
+        if then is not None:
+            go_to(then)
+
+
+def said_saved(where: str, text: str, *, anywhere: bool = False) -> None:
+    """Keep ``text`` to be said at ``where`` (``saved_here``) for ``SAVED_FOR`` seconds of reruns (the draft of what
+    was typed, sent 0.7 s after the last key, reruns the page right after a save: said once, it would flash), on
+    this session (``anywhere``: on the next one too, as Approve & next's)."""
+    st.session_state["review_saved"] = {"where": where, "text": text, "pk": None if anywhere else pk,
+                                        "at": time.monotonic()}  # fmt: skip
+
+
+def saved_here(where: str) -> None:
+    """Say "saved" beside the button that saved (a toast would sit on Prev / Next, top right)."""
+    said = st.session_state.get("review_saved")
+    if said is None:
+        return
+    if said["pk"] not in (None, pk) or time.monotonic() - said["at"] > SAVED_FOR:
+        st.session_state.pop("review_saved")  # (said where its button was, for a few seconds; not later, nor elsewhere)
+    elif said["where"] == where:
+        st.success(said["text"], icon=":material/check:")
 
 
 def problems_text(problems: list[FieldProblem]) -> str:
@@ -265,33 +310,47 @@ if in_queue is not None:
             st.markdown(f"**Queue {literal_name(in_queue.name)}** · {where}")
             off = author is None or spot is None
             st.button("Submit & next", key="queue_submit", type="primary", icon=":material/send:",
-                      on_click=queue_submit, args=(in_queue.id,), disabled=off)  # fmt: skip
+                      on_click=queue_submit, args=(in_queue.id,), disabled=off,
+                      help="Hand in your answers to this queue and open your next item")  # fmt: skip
             st.button("Skip", key="queue_skip", icon=":material/skip_next:", on_click=queue_skip, args=(in_queue.id,),
                       disabled=off, help="Not for me: the queue does not hand it to me again")  # fmt: skip
             st.page_link(_shared.PAGES["labeling"], label="Leave the queue", icon=":material/logout:")
+        st.caption(
+            "**Submit & next** finishes this item. Approve & next below only sets the session's status and "
+            "opens the next session of the Sessions filter; Submit answers hands in your answers and stays."
+        )
         notice = st.session_state.pop("queue_notice", None)
         if notice is not None:
             (st.success if notice[0] == "success" else st.error)(literal_message(notice[1]))
 
+# One primary action a screen: in a queue, the queue's own (Submit & next); the page's others are secondary there.
+PRIMARY: Literal["primary", "secondary"] = "secondary" if in_queue is not None else "primary"
 with st.container(horizontal=True, vertical_alignment="center", key="actions"):
     st.button(
-        "Approve & next", type="primary", shortcut=S["approve_next"][1], key="approve_next", icon=":material/done_all:",
-        on_click=set_status, args=("approved", nb.next), help="Approve, then open the next session",
-        disabled=author is None,
+        "Approve & next", type=PRIMARY, shortcut=S["approve_next"][1],
+        key="approve_next", icon=":material/done_all:", on_click=set_status, args=("approved", nb.next),
+        help="Approve, then open the next session of the Sessions filter", disabled=author is None,
     )  # fmt: skip
     for button, text, status in (("approve", "Approve", "approved"), ("reject", "Reject", "rejected"),
                                  ("flag", "Flag", "flagged"), ("todo", "To do", "todo")):  # fmt: skip
         st.button(text, shortcut=S[button][1], key=button, on_click=set_status, args=(status,), disabled=author is None)
     with st.popover("Shortcuts", icon=":material/keyboard:", help="Every keyboard shortcut of this page"):
         st.markdown("\n".join(f"- `{keys}` {label}" for label, keys in S.values()))
+        st.caption("In a text box Ctrl+Enter saves its form (or applies the box); the status keys do nothing there.")
+    saved_here("status")
 
 
-def conflict_box(conflict: dict[str, Any]) -> None:
-    """A refused save: who changed what, and the two ways on (shown where the save was asked for)."""
+def conflict_box(conflict: dict[str, Any], said: Any) -> None:
+    """A refused save (``said``: its ``ConflictView``): who changed what, the values they saved, and the two ways on
+    (shown where the save was asked for)."""
     with st.container(border=True, key="conflict_box"):
-        # The conflict names the other reviewer and the session: shown as text.
-        st.error(literal_message(f"{conflict['what']} was not saved. {conflict['message']}"),
-                 icon=":material/sync_problem:")  # fmt: skip
+        # The conflict names the other reviewer and the session, and quotes their values: shown as text.
+        st.error(literal_message(said.message), icon=":material/sync_problem:")
+        for theirs in said.values:
+            st.caption(f"{literal_name(theirs.label)} now, as {literal_name(theirs.author)} saved it at {theirs.at}:")
+            st.code(theirs.value, language=None, wrap_lines=True, height=None if len(theirs.value) < 600 else 200)
+        if said.more:
+            st.caption(f"…and {plural(said.more, 'other field')} changed (see History).")
         choice = st.container(horizontal=True)
         drop = "Drop your change and show the session as it is now"
         if choice.button("Take theirs", key="take_theirs", help=drop):
@@ -302,9 +361,13 @@ def conflict_box(conflict: dict[str, Any]) -> None:
                      help="Save your change over the current version (their other changes stay)"):  # fmt: skip
             st.session_state.pop("review_conflict")
             rebase(reset=False)
-            if save(conflict["groups"], conflict["what"]):
+            if save(conflict["groups"], conflict["what"], conflict["where"]):
                 base["epoch"] += 1
             st.rerun()
+        st.caption(
+            "**Take theirs** drops your change and shows the session as it is now. **Re-apply mine on top** "
+            "saves your change over theirs: their changes to other fields stay."
+        )
 
 
 # Every message above the columns sits in one container that is always there: a message coming or going
@@ -315,20 +378,24 @@ with st.container():
     if author is None:
         _shared.need_reviewer()  # (says why: no name given yet, or a viewer)
     notice = st.session_state.pop("review_notice", None)
-    if notice is not None:
-        if notice[0] == "success":
-            st.toast(notice[1], icon=":material/check:")  # the page's own words: "The ground truth saved."
-        else:
-            st.error(literal_message(notice[1]), icon=":material/error:")  # it may quote what was typed
+    if notice is not None:  # ("saved" is said beside the button that saved: ``saved_here``)
+        st.error(literal_message(notice[1]), icon=":material/error:")  # it may quote what was typed
 
     conflict = st.session_state.get("review_conflict")
     # A turn's refused save is said in that turn, where its Save was clicked; the session's here.
     conflict_turn = conflict["groups"][0][0] if conflict is not None and len(conflict["groups"]) == 1 else None
+    conflict_said = None
     if conflict is not None:
+        conflict_said = conflict_view(conflict["what"], session_label(stored.link), base["version"],
+                                      store.sessions.history(pk), author)  # fmt: skip
         if conflict_turn is None:
-            conflict_box(conflict)
-        else:
-            st.caption(f"Turn {conflict_turn + 1} was not saved: someone changed the session; see under that turn.")
+            conflict_box(conflict, conflict_said)
+        else:  # (the box is under that turn, maybe far down the page: said here, and scrolled to once)
+            st.warning(
+                f"Turn {conflict_turn + 1} was not saved: someone else saved this session first. Their value and "
+                f"your two ways on are under turn {conflict_turn + 1}, in its ground truth below.",
+                icon=":material/sync_problem:",
+            )
     elif stored.version > base["version"]:
         newer = [e for e in store.sessions.history(pk) if e.version > base["version"]]
         who = ", ".join(sorted({e.author for e in newer})) or "someone"
@@ -365,7 +432,7 @@ with panel:
     )
 
 
-def save_form(form: dict[str, Any]) -> bool | None:
+def save_form(form: dict[str, Any], what: str, where: str) -> bool | None:
     """Save what a ground-truth form asks for: whether it was saved, or ``None`` when nothing was tried
     (its problems, or that nothing changed, are said under the form)."""
     result = session_changes(edited, form)
@@ -374,7 +441,7 @@ def save_form(form: dict[str, Any]) -> bool | None:
     elif not result.changes:
         st.info("Nothing changed.")
     else:
-        return save([(None, result.changes)], "The ground truth")
+        return save([(None, result.changes)], what, where)
     return None
 
 
@@ -391,7 +458,7 @@ with tabs[0]:
                     forget_drafts(list(restored))
                     rebase(reset=True)
                     st.rerun()
-        stale = drafts.stale(None)
+        stale = drafts.stale(None, form_values(edited))  # (a draft of the text saved since: nothing unsaved)
         if stale:
             with st.expander(f"Your unsaved text from version {stale[0].base_version} (the session changed since)",
                              icon=":material/history_edu:", expanded=True):  # fmt: skip
@@ -416,9 +483,10 @@ with tabs[0]:
                 SPECS["expected_retrieved_context"].label, values["expected_retrieved_context"],
                 help=SPECS["expected_retrieved_context"].help, height=130, key=f"s-erc-{key}",
             )  # fmt: skip
-            submitted = st.form_submit_button("Save ground truth", type="primary", disabled=author is None)
-        if submitted and save_form(form) is not None:
-            st.rerun()  # the header above says how it went: saved, an error, or a conflict to resolve
+            submitted = st.form_submit_button("Save ground truth", type=PRIMARY, disabled=author is None)
+        if submitted and save_form(form, "Ground truth", "truth") is not None:
+            st.rerun()  # how it went is said: saved (under the form), an error or a conflict to resolve (above)
+        saved_here("truth")
 
 # The tables live in a tab of their own: their grid is the heaviest script a page loads, so the first
 # paint of a session (the Truth tab) goes without it.
@@ -438,10 +506,11 @@ with tabs[1]:
                     num_rows="dynamic",
                     key=f"s-calls-{key}-{len(seeds.get(key, []))}",
                     column_config={
-                        "name": st.column_config.TextColumn("tool", width="medium", required=True),
-                        "arguments": st.column_config.TextColumn("arguments (JSON object)", width="large"),
+                        "name": st.column_config.TextColumn("tool", width=118, required=True),
+                        "arguments": st.column_config.TextColumn("arguments (JSON object)", width=258),
                     },
                     hide_index=True,
+                    row_height=WRAPPED_ROW,  # (the arguments wrap: three lines of them; a cell opens whole to edit)
                 )
             }
             st.caption(SPECS["reference_tool_calls"].help)
@@ -450,18 +519,20 @@ with tabs[1]:
                 num_rows="dynamic",
                 key=f"s-rubrics-{key}",
                 column_config={
-                    "name": st.column_config.TextColumn("rubric", width="medium"),
-                    "description": st.column_config.TextColumn("description", width="large"),
+                    "name": st.column_config.TextColumn("rubric", width=118),
+                    "description": st.column_config.TextColumn("description", width=258),
                 },
                 hide_index=True,
+                row_height=WRAPPED_ROW,  # (the description wraps)
             )
             st.caption(SPECS["rubrics"].help)
-            stored_tables = st.form_submit_button("Save calls and rubrics", type="primary", disabled=author is None)
-        outcome = save_form(tables) if stored_tables else None
+            stored_tables = st.form_submit_button("Save calls and rubrics", type=PRIMARY, disabled=author is None)
+        outcome = save_form(tables, "Calls and rubrics", "calls") if stored_tables else None
         if outcome is not None:
             if outcome:
                 seeds.pop(key, None)
             st.rerun()
+        saved_here("calls")
 
 with tabs[2]:
     if tabs[2].open:
@@ -482,12 +553,15 @@ with tabs[2]:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
         _shared.table(
             weight_rows(view, typed_weights(), explained),
+            row_height=WRAPPED_ROW,  # (the question wraps: three lines of it)
             column_config={
-                "turn": st.column_config.NumberColumn(width="small"),
-                "typed": st.column_config.TextColumn(width="small"),
-                "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width="small"),
+                "turn": st.column_config.NumberColumn(width=44),
+                "typed": st.column_config.TextColumn(width=54, help="The weight typed or saved for the turn"),
+                "effective": st.column_config.ProgressColumn(format="%.3f", min_value=0, max_value=1, width=96,
+                                                             help="Its weight in the session's score"),
+                "question": st.column_config.TextColumn(width=218, help="The turn's user message"),
             },
-        )
+        )  # fmt: skip
 
 
 def answer_changed(question_id: int, widget: str, turn: int | None = None) -> None:
@@ -559,7 +633,7 @@ with tabs[3]:
         if qv.turn_questions:
             st.caption("Asked of each turn, under it in the transcript: " + literal_name(", ".join(qv.turn_questions)))
         with st.container(horizontal=True, vertical_alignment="center"):
-            st.button("Submit answers", key="submit_answers", type="primary", icon=":material/send:",
+            st.button("Submit answers", key="submit_answers", type=PRIMARY, icon=":material/send:",
                       on_click=submit_answers, disabled=author is None or not qv.can_submit)  # fmt: skip
             st.caption(qv.state)
         outcome = st.session_state.pop("q-submitted", None)
@@ -606,7 +680,8 @@ with tabs[3]:
             )  # fmt: skip
         if others:
             st.caption("Other reviewers")
-            _shared.table(verdict_rows(others))
+            st.markdown("\n".join(f"- **{literal_name(o.reviewer)}** · {literal_name(o.verdicts)} · {o.at}"
+                                   for o in other_verdicts(others)))  # fmt: skip
 
 with tabs[4]:
     if tabs[4].open:
@@ -614,14 +689,17 @@ with tabs[4]:
         if not scores:
             st.info("No run has scored this session yet.")
         else:
+            # Rows three lines high: a metric's name and its reason wrap (the panel is narrow); how each score was made
+            # (run, model, tokens, cost) is to the right.
             _shared.table(
                 score_rows(scores),
-                height=min(38 + 35 * len(scores), 38 + 35 * 20),
+                height=min(38 + WRAPPED_ROW * len(scores), 38 + WRAPPED_ROW * 8),
+                row_height=WRAPPED_ROW,
                 column_config={
-                    "metric": st.column_config.TextColumn(width="medium"),
+                    "metric": st.column_config.TextColumn(width=110),
                     # (no format: a count shows as 7, a score as 0.8333 — each row may be another metric)
-                    "value": st.column_config.NumberColumn(width="small"),
-                    "reason": st.column_config.TextColumn(width="large"),
+                    "value": st.column_config.NumberColumn(width=58),
+                    "reason": st.column_config.TextColumn(width=245),
                     "cost": st.column_config.NumberColumn(format="$%.5f"),
                 },
             )
@@ -651,29 +729,52 @@ with tabs[6]:
         if not history:
             st.info("No edit yet: the session is as it was imported.")
         else:
-            _shared.table(
+            # A narrow table (the panel is narrow): the edit picked in it is read in full below it.
+            picked = _shared.table(
                 history_rows(history),
-                height=min(38 + 35 * len(history), 38 + 35 * 12),
+                height=min(38 + 35 * len(history), 38 + 35 * 10),
                 column_config={
-                    "at": st.column_config.TextColumn(width="small"),
-                    "by": st.column_config.TextColumn(width="small"),
-                    "edit": st.column_config.NumberColumn(width="small"),
+                    "edit": st.column_config.NumberColumn(width=44),
+                    "at": st.column_config.TextColumn(width=124),
+                    "by": st.column_config.TextColumn(width=72),
+                    "field": st.column_config.TextColumn(width=146),
                 },
-            )
-            labels = {e.id: edit_label(e) for e in history}
-            target = st.selectbox(
-                "Restore the session to how it was after", [e.id for e in reversed(history)],
-                format_func=labels.__getitem__, key=f"restore_to-{key}",
+                on_select="rerun", selection_mode="single-row", key=f"history-{key}",
             )  # fmt: skip
-            if st.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
-                try:
-                    base["version"] = store.sessions.restore(pk, int(target), base_version=stored.version)
-                except EvalcoreError as exc:
-                    st.error(literal_message(f"Not restored: {exc}"))
-                else:
-                    rebase(reset=True)
-                    st.session_state["review_notice"] = ("success", f"Restored to the state after edit #{target}.")
-                    st.rerun()
+            rows = picked.selection.rows if picked is not None else []
+            newest_first = list(reversed(history))
+            if rows and rows[0] < len(newest_first):
+                detail = edit_detail(newest_first[rows[0]])
+                with st.container(border=True, key="history_detail"):
+                    st.markdown(f"**{literal_name(detail.title)}**")
+                    st.caption("New value")
+                    st.code(detail.new, language=None, wrap_lines=True)
+                    st.caption("Value before")
+                    st.code(detail.old, language=None, wrap_lines=True)
+                    if detail.reason:
+                        st.caption(f"Why: {literal_name(detail.reason)}")
+            else:
+                st.caption("Select an edit to read its new and old values in full.")
+            targets = restore_targets(history)
+            if not targets:
+                st.caption("One edit only: the session is as it was after it (nothing earlier to restore to).")
+            else:
+                labels = {e.id: edit_label(e) for e in history}
+                # (the newest edit is not offered: the session is as it was after it)
+                target = st.selectbox(
+                    "Restore the session to how it was after", targets,
+                    format_func=labels.__getitem__, key=f"restore_to-{key}",
+                )  # fmt: skip
+                if st.button("Restore", key=f"restore-{key}", disabled=author is None, icon=":material/history:"):
+                    try:
+                        base["version"] = store.sessions.restore(pk, int(target), base_version=stored.version)
+                    except EvalcoreError as exc:
+                        st.error(literal_message(f"Not restored: {exc}"))
+                    else:
+                        rebase(reset=True)
+                        said_saved("history", f"Restored to the state after edit #{target}.")
+                        st.rerun()
+            saved_here("history")
 
 with tabs[7]:
     if tabs[7].open:
@@ -777,7 +878,7 @@ with talk_column:
                         "qa_id": st.text_input("Turn id (qa_id)", values["qa_id"], key=f"t-qa-{turn.index}-{key}",
                                                help=SPECS["qa_id"].help),
                     }  # fmt: skip
-                    done = st.form_submit_button("Save turn", type="primary", disabled=author is None)
+                    done = st.form_submit_button("Save turn", type=PRIMARY, disabled=author is None)
                 if done:
                     tform["weight"] = st.session_state.get(weight_key)
                     result = turn_changes(truth, tform)
@@ -786,10 +887,11 @@ with talk_column:
                     elif not result.changes:
                         st.info("Nothing changed.")
                     else:
-                        save([(turn.index, result.changes)], f"Turn {turn.index + 1}")
+                        save([(turn.index, result.changes)], f"Turn {turn.index + 1}", f"turn-{turn.index}")
                         st.rerun()  # the header says how it went: saved, an error, or a conflict
+                saved_here(f"turn-{turn.index}")
                 if conflict is not None and conflict_turn == turn.index:
-                    conflict_box(conflict)  # said here, where its Save was clicked
+                    conflict_box(conflict, conflict_said)  # said here, where its Save was clicked
                 refusal = st.session_state.get("turn_refusal")
                 if refusal is not None and refusal[0] == turn.index:
                     st.session_state.pop("turn_refusal")
@@ -798,5 +900,8 @@ with talk_column:
     scroll_turn = st.session_state.pop("turn_scroll", None)
     if scroll_turn is not None and any(turn.index == scroll_turn for turn in shown):
         _shared.scroll_to(f"turn-{scroll_turn}")
+    elif conflict is not None and conflict.pop("scroll", False) and conflict_turn is not None:
+        _shared.scroll_to("conflict_box")  # a turn's refused save: its box, far below the notice at the top
+saved_here("")  # (a "saved" of another session, or said long enough: dropped)
 
 _shared.guard_typing()  # typed text is never lost to a shortcut (last: the element takes no room above anything)

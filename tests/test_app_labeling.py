@@ -106,6 +106,12 @@ def test_reviewers_work_through_a_queue_on_review(db: Path, store: Store) -> Non
     _submit(at, "Start labeling")
     assert at.query_params["queue"] == [str(queue.id)] or at.query_params["queue"] == str(queue.id)
     assert any("**Queue first pass** · item 1 of 3 · you have submitted 0" in m for m in texts(at, "markdown"))
+    # One primary action on the screen, the queue's: the page's other actions are secondary in a queue.
+    assert [b.label for b in at.button if b.proto.type == "primary"] == ["Submit & next"]
+    at.session_state["review_tab"] = "Questions"
+    run(at)
+    assert [b.label for b in at.button if b.proto.type == "primary"] == ["Submit & next"]
+    assert at.button(key="submit_answers").proto.type == "secondary"
 
     _submit(at, "Submit & next")  # the required question is not answered: said in the queue bar
     assert any("Not submitted: answer the required question 'Resolved?'" in e for e in plain_texts(at, "error"))

@@ -35,7 +35,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.importing import import_file
 from evalcore.samples import SAMPLE_METRICS
 from evalcore.store import Store
-from evalcore.views.text import literal_markdown
+from evalcore.views.text import literal_markdown, literal_name
 
 
 def _review(session: str = "r-tools", reviewer: str | None = "ann", dataset: str = "review", **query: str) -> AppTest:
@@ -125,7 +125,7 @@ def test_saving_the_reference_answer(db: Path, store: Store) -> None:
     assert field.value == "The parcel left the warehouse on Monday."
     field.input("The parcel is on its way.")
     _submit(at, "truth-")
-    assert "The ground truth saved." in texts(at, "toast")
+    assert "Ground truth saved." in texts(at, "success")
     pk, stored = _session(store)
     assert stored.session.reference == "The parcel is on its way."
     assert stored.version == 2
@@ -146,7 +146,7 @@ def test_the_reference_and_expected_facts_may_both_be_saved(db: Path, store: Sto
     at = _review()
     by_prefix(at.text_area, "s-expected_facts-").input("It shipped")
     _submit(at, "truth-")
-    assert "The ground truth saved." in texts(at, "toast")
+    assert "Ground truth saved." in texts(at, "success")
     assert not texts(at, "error")
     stored = store.sessions.get(store.sessions.find("review", "r-tools"))
     assert stored.version == 2
@@ -188,7 +188,7 @@ def test_saving_a_turns_ground_truth(db: Path, store: Store) -> None:
     by_prefix(at.text_area, "t-etu-0-").input('{"tools": ["get_order"]}')
     by_prefix(at.text_input, "t-qa-0-").input("q1")
     _submit(at, "turn-form-0-")
-    assert "Turn 1 saved." in texts(at, "toast")
+    assert "Turn 1 saved." in texts(at, "success")
     pk, stored = _session(store)
     truth = stored.session.turn_truth[0]
     assert (truth.ground_truth, truth.observation, truth.expected_tool_usage, truth.qa_id) == (
@@ -327,15 +327,21 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
     bob = _review(reviewer="bob")  # another browser, the same database
     by_prefix(bob.text_area, "s-reference-").input("Bob's reference")
     _submit(bob, "truth-")
-    assert "The ground truth saved." in texts(bob, "toast")
+    assert "Ground truth saved." in texts(bob, "success")
 
     run(ann)  # any rerun tells Ann, before she saves
     assert any(w.startswith("bob changed this session since you opened it (reference)") for w in texts(ann, "warning"))
     by_prefix(ann.text_area, "s-goal-").input("Find order 7")
     _submit(ann, "truth-")
     [box] = [e for e in plain_texts(ann, "error") if "was not saved" in e]  # (names and ids in it: shown as text)
-    assert box.startswith("The ground truth was not saved. session r-tools was changed since version 1 (now 2)")
-    assert "bob at " in box and "changed reference" in box
+    # In the page's words: the session as its heading names it, the field as its form labels it, no "reload".
+    assert box == (
+        "Ground truth was not saved: bob changed Reference answer in r-tools since you opened it (your forms show "
+        "version 1; it is at version 2 now). Nothing of yours was saved."
+    )
+    assert "Reference answer now, as bob saved it at " in " ".join(texts(ann, "caption"))
+    assert "Bob's reference" in [c.value for c in ann.code]  # their value, shown
+    assert not any("reload" in t.lower() for kind in ("error", "caption", "warning") for t in texts(ann, kind))
     pk = store.sessions.find("review", "r-tools")
     assert store.sessions.get(pk).session.goal is None  # nothing of Ann's was saved
 
@@ -352,12 +358,56 @@ def test_a_conflict_with_another_reviewer(db: Path, store: Store, resolution: st
         assert stored.version == 3 and stored.session.goal == "Find order 7"
         assert [(e.author, e.field) for e in store.sessions.history(pk)] == [("bob", "reference"), ("ann", "goal")]
         assert by_prefix(ann.text_area, "s-goal-").value == "Find order 7"
-        assert "The ground truth saved." in texts(ann, "toast")
+        assert "Ground truth saved." in texts(ann, "success")
     # Either way Ann's forms are on the current version now: her next save goes through.
     by_prefix(ann.text_area, "s-goal-").input("Track order 7")
     _submit(ann, "truth-")
     assert store.sessions.get(pk).session.goal == "Track order 7"
     assert store.sessions.get(pk).session.reference == "Bob's reference"
+
+
+def test_a_turns_conflict_is_announced_at_the_top_and_said_under_the_turn(db: Path, store: Store) -> None:
+    ann = _review(reviewer="ann")
+    bob = _review(reviewer="bob")
+    by_prefix(bob.text_area, "t-obs-2-").input("Bob's note on turn 3")
+    _submit(bob, "turn-form-2-")
+    assert "Turn 3 saved." in texts(bob, "success")
+    by_prefix(ann.text_area, "t-gt-2-").input("Ann's answer")
+    _submit(ann, "turn-form-2-")
+    # At the top, a warning (not a faint caption) that says where the choice is.
+    assert any(w.startswith("Turn 3 was not saved: someone else saved this session first.") and "under turn 3" in w
+               for w in texts(ann, "warning"))  # fmt: skip
+    [box] = [e for e in plain_texts(ann, "error") if "was not saved" in e]
+    assert box.startswith("Turn 3 was not saved: bob changed Turn 3 · Observation in r-tools since you opened it")
+    assert "Bob's note on turn 3" in [c.value for c in ann.code]
+    assert any("st-key-conflict_box" in h.proto.body for h in ann.html)  # scrolled to, once
+    run(ann)
+    assert not any("st-key-conflict_box" in h.proto.body for h in ann.html)
+    ann.button(key="reapply").click()
+    run(ann)
+    assert "Turn 3 saved." in texts(ann, "success")  # said under the turn
+    truth = store.sessions.get(store.sessions.find("review", "r-tools")).session.turn_truth[2]
+    assert (truth.ground_truth, truth.observation) == ("Ann's answer", "Bob's note on turn 3")
+
+
+def test_saved_is_said_beside_its_button_not_in_a_toast(db: Path, store: Store) -> None:
+    at = _review()
+    assert at.button(key="approve_next").proto.type == "primary"  # (not in a queue: the page's primary action)
+    at.button(key="flag").click()
+    run(at)
+    assert "r-tools set to flagged." in texts(at, "success") and not at.toast
+    run(at)  # (the draft of what is typed reruns the page right after a save: still said)
+    assert "r-tools set to flagged." in texts(at, "success")
+    at.session_state["review_saved"] = {**at.session_state["review_saved"], "at": 0.0}  # a while later
+    run(at)
+    assert "r-tools set to flagged." not in texts(at, "success")  # said for a few seconds, then no more
+    at.button(key="approve_next").click()
+    run(at)
+    assert at.query_params["session"] == "r-second"
+    assert "r-tools set to approved." in texts(at, "success")  # the session left, named
+    by_prefix(at.text_area, "s-goal-").input("A goal")
+    _submit(at, "truth-")
+    assert texts(at, "success") == ["Ground truth saved."] and not at.toast
 
 
 def test_load_their_version(db: Path, store: Store) -> None:
@@ -389,12 +439,21 @@ def test_history_and_restore(db: Path, store: Store) -> None:
     _tab(at, "History")
     table = at.dataframe[0].value
     assert list(table["edit"]) == [second.id, first.id]  # newest first
-    assert list(table["by"]) == ["ann", "ann"] and list(table["field"]) == ["reference", "reference"]
-    assert list(table["new"]) == ["Second rewrite.", "First rewrite."]
+    assert list(table["by"]) == ["ann", "ann"] and list(table["field"]) == ["Reference answer", "Reference answer"]
+    assert list(table["at"]) == [second.at[:16].replace("T", " "), first.at[:16].replace("T", " ")]  # with the time
+    assert "Select an edit to read its new and old values in full." in texts(at, "caption")
+    at.session_state[by_prefix(at.dataframe, "history-").key] = {"selection": {"rows": [0], "columns": []}}
+    run(at)
+    title = f"#{second.id} · Reference answer · by ann · {second.at[:16].replace('T', ' ')}"
+    assert f"**{literal_name(title)}**" in texts(at, "markdown")
+    assert [c.value for c in at.code] == ["Second rewrite.", "First rewrite."]  # new, then before: in full
+    # The newest edit is the session as it is: not offered to restore to.
+    assert by_prefix(at.selectbox, "restore_to-").options == [f"#{first.id} · Reference answer · by ann · "
+                                                              f"{first.at[:16].replace('T', ' ')}"]  # fmt: skip
     by_prefix(at.selectbox, "restore_to-").set_value(first.id)
     by_prefix(at.button, "restore-").click()
     run(at)
-    assert f"Restored to the state after edit #{first.id}." in texts(at, "toast")
+    assert f"Restored to the state after edit #{first.id}." in texts(at, "success")
     assert store.sessions.get(pk).session.reference == "First rewrite."
     assert store.sessions.history(pk)[-1].reason == f"restored to the state after edit #{first.id}"
     assert len(at.dataframe[0].value) == 3
@@ -439,11 +498,9 @@ def test_verdicts(db: Path, store: Store) -> None:
     bob = _tab(_review(reviewer="bob"), "Verdict")
     assert by_prefix(bob.segmented_control, "v-label-").value is None
     assert by_prefix(at.segmented_control, "v-politeness-").value == 4
-    others = bob.dataframe[0].value
-    assert set(zip(others["reviewer"], others["verdict"], others["value"], strict=True)) == {
-        ("ann", "label", 0.0),
-        ("ann", "rubric:politeness", 4.0),
-    }
+    # One line a reviewer, pass or fail first (a compact list: a long name cannot push the verdicts out of sight).
+    [others] = [m for m in texts(bob, "markdown") if m.startswith("- **ann** · ")]
+    assert re.fullmatch(r"- \*\*ann\*\* · fail · politeness 4 · \d{4}-\d\d-\d\d \d\d:\d\d", others), others
     # Without a name the verdicts cannot be given.
     nobody = _tab(_review(reviewer=None), "Verdict")
     assert by_prefix(nobody.segmented_control, "v-label-").disabled

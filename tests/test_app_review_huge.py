@@ -102,7 +102,7 @@ def test_saving_a_turn_of_a_huge_session(huge: tuple[int, int], store: Store) ->
     by_prefix(at.text_input, "t-qa-5-").input("q6")
     by_prefix(at.button, "FormSubmitter:turn-form-5-").click()
     run(at)
-    assert "Turn 6 saved." in texts(at, "toast")
+    assert "Turn 6 saved." in texts(at, "success")
     page = store.sessions.page(pk, 4, 4)
     assert (page.truth[5].ground_truth, page.truth[5].qa_id, page.stored.version) == ("Shipped on Monday.", "q6", 2)
     assert by_prefix(at.text_area, "t-gt-5-").value == "Shipped on Monday."  # the form shows what was saved

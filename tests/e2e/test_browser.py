@@ -28,7 +28,6 @@ from e2e_ui import (
     review_path,
     set_reviewer,
     text_area,
-    toast,
 )
 from playwright.sync_api import expect
 
@@ -168,7 +167,7 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
     edit_cell(page, calls, 0, 60, "lookup_reservation")
     expect(cell(calls, 1, 0)).to_have_text("lookup_reservation")
     page.get_by_role("button", name="Save calls and rubrics").click()
-    expect(toast(page, "The ground truth saved.")).to_be_visible()
+    expect(alert(page, "Calls and rubrics saved.")).to_be_visible()
     settle(page)
 
     # The reference answer, in the Truth tab's form.
@@ -177,7 +176,7 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
     reference = "Rebooked free on SK422 at 11:40, aisle seat; the bag carries over. (edited in the browser)"
     text_area(page, "Reference answer").fill(reference)
     page.get_by_role("button", name="Save ground truth").click()
-    expect(toast(page, "The ground truth saved.")).to_be_visible()
+    expect(alert(page, "Ground truth saved.")).to_be_visible()
     settle(page)
 
     # A turn's weight: the effective weight follows what is typed, before anything is saved.
@@ -193,13 +192,13 @@ def test_edit_approve_with_the_keyboard_and_reload(server: Server, new_page: New
     expect(editor.locator("details")).to_have_attribute("open", "")  # the editor stays open while typing
     shot(page, "review-turn-weight-typed")
     editor.get_by_role("button", name="Save turn").click()
-    expect(toast(page, "Turn 1 saved.")).to_be_visible()
+    expect(alert(page, "Turn 1 saved.")).to_be_visible()
     settle(page)
 
     # Approve and go on with the keyboard, the focus on the page, not in a text box.
     heading(page).click()
     assert page.evaluate("document.activeElement.tagName") not in ("INPUT", "TEXTAREA")
-    page.keyboard.press("Control+Enter")
+    page.keyboard.press("Alt+Enter")
     expect(heading(page)).to_have_text(session_label(refs[1]))
     assert session_param(page) == refs[1]
 
@@ -247,14 +246,21 @@ def test_a_second_tab_saving_a_stale_form_meets_a_conflict(server: Server, new_p
 
     text_area(alice, "Reference answer").fill("Alice's reference.")
     alice.get_by_role("button", name="Save ground truth").click()
-    expect(toast(alice, "The ground truth saved.")).to_be_visible()
+    expect(alert(alice, "Ground truth saved.")).to_be_visible()
 
     text_area(bob, "Reference answer").fill("Bob's reference.")  # on the version Bob opened
     bob.get_by_role("button", name="Save ground truth").click()
-    refused = alert(bob, "The ground truth was not saved.")
+    refused = alert(bob, "Ground truth was not saved:")
     expect(refused).to_be_visible()
-    expect(refused).to_contain_text("Alice")
-    expect(refused).to_contain_text("reference")
+    # In the page's words (both tabs are this machine's one person, Alice: the other one is "you, in another tab"),
+    # and their value beside it.
+    expect(refused).to_contain_text(
+        f"you (in another tab) changed Reference answer in {session_label(refs[0])} since you opened it"
+    )
+    expect(refused).not_to_contain_text("reload")
+    box = bob.locator(".st-key-conflict_box")
+    expect(box.get_by_text("Reference answer now, as you (in another tab) saved it at")).to_be_visible()
+    expect(box.locator('[data-testid="stCode"]')).to_contain_text("Alice's reference.")
     shot(bob, "review-conflict")
     assert [(f, a) for f, _, _, a, _ in edits_of(server, "conflict", refs[0])] == [("reference", "Alice")]
 
@@ -278,16 +284,22 @@ def test_restore_an_earlier_version_from_history(server: Server, new_page: NewPa
     set_reviewer(page, "Dave")
     expect(text_area(page, "Reference answer")).to_have_value("Second draft.")
     page.get_by_role("tab", name="History").click()
-    history = grid_with(page, "field")
-    expect(cell(history, 0, 0)).to_have_text(str(second))  # newest first
-    expect(cell(history, 0, 1)).to_have_text(str(first))
-    expect(cell(history, 2, 0)).to_have_text("Carol")
+    history = grid_with(page, "field")  # column 0 ticks a row, 1 is the edit, 2 its time, 3 who, 4 the field
+    expect(cell(history, 1, 0)).to_have_text(str(second))  # newest first
+    expect(cell(history, 1, 1)).to_have_text(str(first))
+    expect(cell(history, 3, 0)).to_have_text("Carol")
+    expect(cell(history, 4, 0)).to_have_text("Reference answer")
+    history.click(position=cell_point(1, 15))  # the older edit, read in full below the table
+    detail = page.locator(".st-key-history_detail")
+    expect(detail).to_contain_text(f"#{first} · Reference answer · by Carol")
+    expect(detail.locator('[data-testid="stCode"]').first).to_have_text("First draft.")
+    shot(page, "review-history-detail")
     page.get_by_role("combobox", name="Restore the session to how it was after", exact=True).click()
-    page.get_by_role("option", name=re.compile(rf"^#{first} · reference · by Carol")).click()
+    page.get_by_role("option", name=re.compile(rf"^#{first} · Reference answer · by Carol")).click()
     settle(page)
     page.get_by_role("button", name="Restore").click()
-    expect(toast(page, f"Restored to the state after edit #{first}.")).to_be_visible()
-    expect(cell(grid_with(page, "field"), 2, 0)).to_have_text("Dave")  # the restore is an edit too
+    expect(alert(page, f"Restored to the state after edit #{first}.")).to_be_visible()
+    expect(cell(grid_with(page, "field"), 3, 0)).to_have_text("Dave")  # the restore is an edit too
     page.get_by_role("tab", name="Truth").click()
     expect(text_area(page, "Reference answer")).to_have_value("First draft.")
 

@@ -36,7 +36,6 @@ from e2e_ui import (
     review_path,
     set_reviewer,
     text_area,
-    toast,
 )
 from playwright.sync_api import expect
 
@@ -355,12 +354,15 @@ def test_every_name_id_and_link_parameter_is_shown_as_text_on_every_page(
     other = new_page(review_path(dataset, n["session"]))  # another tab (two people: test_signin_browser.py)
     text_area(other, "Reference answer").fill("Their reference")
     other.get_by_role("button", name="Save ground truth").click()
-    expect(toast(other, "The ground truth saved.")).to_be_visible()
+    expect(alert(other, "Ground truth saved.")).to_be_visible()
     text_area(page, "Goal").fill("Mine")
     page.get_by_role("button", name="Save ground truth").click()
     conflict = alert(page, "was not saved")
-    expect(conflict).to_contain_text(shown(n["other"]))
-    expect(conflict).to_contain_text(shown(n["session"], before="session "))
+    expect(conflict).to_contain_text("you (in another tab) changed Reference answer")  # (one person, two tabs)
+    expect(conflict).to_contain_text(shown(n["session"], before="in "))
+    expect(conflict).not_to_contain_text("reload")
+    expect(page.locator(".st-key-conflict_box [data-testid='stCode']")).to_contain_text("Their reference")
+    expect(expander(page, "Your unsaved text from version")).to_have_count(0)  # their saved text is not "yours"
     shot(page, "hostile-review-conflict")
 
     # The RLO session's heading.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from app_server import settle, shot, streamlit_server
-from e2e_ui import Server, ragas_lines, review_path
+from e2e_ui import Server, alert, ragas_lines, review_path
 from idp import Provider, provider, write_secrets
 from playwright.sync_api import Page, expect
 from test_export_browser import EVALCORE, download
@@ -175,4 +175,8 @@ def test_a_turns_refused_save_is_said_where_it_was_clicked(server: Server, idp: 
     expect(box).to_contain_text("Turn 3 was not saved")
     expect(box).to_be_in_viewport()
     expect(bob.locator(".st-key-turn-2 .st-key-conflict_box")).to_have_count(1)  # in the turn, not above the page
+    expect(box).to_contain_text("Ada changed Turn 3 · Observation")  # the page's names, 1-based, no "turns[2]"
+    expect(box).not_to_contain_text("reload")
+    expect(box.locator('[data-testid="stCode"]')).to_contain_text("Ada saw it")  # their value
+    expect(alert(bob, "Turn 3 was not saved: someone else saved this session first")).to_be_visible()  # at the top
     shot(bob, "review-turn-conflict")

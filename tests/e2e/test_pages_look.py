@@ -14,13 +14,13 @@ from app_server import settle, shot
 from e2e_ui import (
     SAMPLE_DATA,
     Server,
+    alert,
     heading,
     open_expander,
     review_path,
     set_reviewer,
     start_server,
     text_area,
-    toast,
 )
 from playwright.sync_api import expect
 
@@ -36,7 +36,7 @@ TABS = {
     "Verdict": "Does the assistant pass?",
     "Scores": "metric",
     "Diff": "The assistant's final answer against the",
-    "History": "Restore the session to how it was after",
+    "History": "Select an edit to read its new and old values in full.",  # (one edit: nothing to restore to)
     "Comments": "Add a comment",
 }
 
@@ -77,7 +77,7 @@ def test_review_page_and_each_tab(server: Server, new_page: NewPage) -> None:
     goal = text_area(page, "Goal")
     goal.fill("Get the passenger to Halifax tonight at no cost.")
     page.get_by_role("button", name="Save ground truth").click()
-    expect(toast(page, "The ground truth saved.")).to_be_visible()
+    expect(alert(page, "Ground truth saved.")).to_be_visible()
     settle(page)
     page.get_by_role("tab", name="Comments").click()
     settle(page)

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 from app_server import settle, shot
-from e2e_ui import Server, ragas_lines, review_path, set_reviewer, text_area
+from e2e_ui import Server, alert, ragas_lines, review_path, set_reviewer, text_area
 from playwright.sync_api import Page, expect
 
 from evalcore.store import open_store
@@ -17,9 +17,9 @@ from evalcore.store import open_store
 pytestmark = pytest.mark.browser
 
 
-def _status(server: Server, ref: str) -> str:
+def _status(server: Server, ref: str, dataset: str = "typing") -> str:
     with open_store(server.db) as store:
-        return store.sessions.get(store.sessions.find_ref("typing", ref)).session.status
+        return store.sessions.get(store.sessions.find_ref(dataset, ref)).session.status
 
 
 def _answering(dialogs: list[str], accept: bool) -> Any:
@@ -108,3 +108,29 @@ def test_a_draft_survives_leaving_a_reload_and_a_new_tab(server: Server, new_pag
         assert store.sessions.get(store.sessions.find_ref("drafts", refs[0])).session.goal == (
             "Rebook the cancelled flight"
         )
+
+
+def test_ctrl_enter_in_a_text_area_saves_its_form_and_never_approves(server: Server, new_page: Any) -> None:
+    """Streamlit's hint under a text area of a form says "Press Ctrl+Enter to submit form"; the page's Approve & next
+    is Alt+Enter, which does nothing in a text box: typing never approves and leaves by accident."""
+    refs = server.import_sessions("keys", ragas_lines()[:3], "keys.jsonl")
+    page: Page = new_page(review_path("keys", refs[0]))
+    set_reviewer(page, "Ann")
+    box = text_area(page, "Reference answer")
+    box.fill("Typed, then Ctrl+Enter")
+    expect(page.get_by_text("Press Ctrl+Enter to submit form")).to_be_visible()
+    box.press("Control+Enter")  # the form's own key: saved, and still here
+    expect(alert(page, "Ground truth saved.")).to_be_visible()
+    with open_store(server.db) as store:
+        saved = store.sessions.get(store.sessions.find_ref("keys", refs[0])).session
+    assert (saved.status, saved.reference) == ("todo", "Typed, then Ctrl+Enter")
+    assert parse_qs(urlparse(page.url).query)["session"] == [refs[0]]
+    expect(page.get_by_role("button", name="Approve & next")).to_contain_text("Alt + Enter")
+    shot(page, "review-ctrl-enter-saved")
+
+    text_area(page, "Goal").fill("Typed, then Alt+Enter")
+    text_area(page, "Goal").press("Alt+Enter")  # approve & next: not from inside a text box
+    settle(page)
+    assert _status(server, refs[0], "keys") == "todo"
+    assert parse_qs(urlparse(page.url).query)["session"] == [refs[0]]
+    expect(text_area(page, "Goal")).to_have_value("Typed, then Alt+Enter")

@@ -12,7 +12,7 @@ from typing import Any
 
 from evalcore.store.drafts import Draft
 
-__all__ = ["SESSION_DRAFTS", "TURN_DRAFTS", "DraftsView", "draft_target"]
+__all__ = ["SESSION_DRAFTS", "TURN_DRAFTS", "DraftsView", "draft_target", "is_saved_text"]
 
 #: The session's text editors: widget name -> field.
 SESSION_DRAFTS = {
@@ -43,6 +43,14 @@ def draft_target(widget: str, suffix: str) -> tuple[str, int | None] | None:
     return None
 
 
+def is_saved_text(typed: Any, saved: Any) -> bool:
+    """Whether text sent from an editor is what the field already holds (``saved``: its value in the form's shape,
+    ``form_values``): no draft to keep. The browser sends what was typed 0.7 s after the last key, so the text of a
+    form saved within that time arrives after its save: kept as a draft, it would come back as "unsaved" text (in
+    another tab of the same person: beside their own saved value)."""
+    return str(typed if typed is not None else "") == str(saved if saved is not None else "")
+
+
 @dataclass(frozen=True)
 class DraftsView:
     """A person's drafts on one session, as Review lays them into its editors: those begun on the version the forms
@@ -55,9 +63,12 @@ class DraftsView:
         """The drafts of ``turn``'s editors (None: the session's) begun on the forms' version: field -> text."""
         return {d.field: d.value for d in self.drafts if d.turn == turn and d.base_version == self.version}
 
-    def stale(self, turn: int | None) -> list[Draft]:
-        """The drafts of ``turn``'s editors begun on another version."""
-        return [d for d in self.drafts if d.turn == turn and d.base_version != self.version]
+    def stale(self, turn: int | None, current: dict[str, Any] | None = None) -> list[Draft]:
+        """The drafts of ``turn``'s editors begun on another version (but those whose text is the field's value in
+        ``current``, the form's values: nothing unsaved in them)."""
+        now = current or {}
+        return [d for d in self.drafts if d.turn == turn and d.base_version != self.version
+                and not (d.field in now and is_saved_text(d.value, now[d.field]))]  # fmt: skip
 
     def fresh_keys(self) -> set[tuple[str, int | None]]:
         """(field, turn) of every draft begun on the forms' version."""

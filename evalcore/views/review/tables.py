@@ -1,34 +1,36 @@
-"""The Review page's tables, as rows: weights, scores across runs, history, other reviewers' verdicts.
+"""The Review page's tables, as rows: weights, scores across runs, history (an edit read in full below it), and
+other reviewers' verdicts (a compact list).
 
 Columns come in the order a reviewer reads them (what matters first), values as they are shown.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from evalcore import identity
-from evalcore.store.labels import Verdict
+from evalcore.store.labels import LABEL, Verdict
 from evalcore.store.records import Edit
 from evalcore.store.runs import SessionScore
+from evalcore.views.review.conflict import field_label, value_text
 from evalcore.views.review.transcript import TranscriptView
 from evalcore.views.review.weights import WeightsExplanation, format_number
 from evalcore.views.table import column
 from evalcore.views.text import visible
 
 __all__ = [
+    "EditDetail",
     "HistoryRow",
+    "OtherVerdicts",
     "ScoreRow",
-    "VerdictRow",
     "WeightRow",
+    "edit_detail",
     "edit_label",
     "history_rows",
     "score_rows",
     "session_label",
-    "short",
-    "verdict_rows",
+    "other_verdicts",
+    "restore_targets",
     "weight_rows",
 ]
 
@@ -41,21 +43,12 @@ def session_label(ref: str) -> str:
     return visible(identity.session_label(ref))
 
 
-def short(value: Any, limit: int = 120) -> str:
-    """A stored value as one short line for a table cell (history's old and new)."""
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 @dataclass(frozen=True)
 class WeightRow:
     """A turn's weight: as typed, and as Gaussia's rules make it."""
 
     turn: int
-    typed: str = column("weight typed")
+    typed: str = column("typed")
     effective: float = 0.0
     question: str = ""
 
@@ -108,42 +101,76 @@ def score_rows(scores: list[SessionScore]) -> list[ScoreRow]:
 
 @dataclass(frozen=True)
 class HistoryRow:
-    """One edit of the session's history."""
+    """One edit of the session's history, as a row of its narrow table: what was changed, when and by whom (the
+    values themselves are read in full below the table: ``edit_detail``)."""
 
     edit: int = column("#")
     at: str = ""
     by: str = ""
     field: str = ""
-    new: str = ""
-    old: str = ""
-    reason: str = ""
 
 
 def history_rows(edits: list[Edit]) -> list[HistoryRow]:
-    """The history, newest first: who changed what from what to what, when and why."""
+    """The history, newest first: which edit, when, by whom, and the field as the page labels it."""
     return [
-        HistoryRow(
-            e.id, e.at[:16].replace("T", " "), visible(e.author), e.where, short(e.new), short(e.old), e.reason or ""
-        )
+        HistoryRow(e.id, e.at[:16].replace("T", " "), visible(e.author), field_label(e.field, e.turn))
         for e in reversed(edits)
     ]
 
 
+@dataclass(frozen=True)
+class EditDetail:
+    """One edit in full (plain text): a heading line, the value it set, the value before, and why."""
+
+    title: str
+    new: str
+    old: str
+    reason: str
+
+
+def edit_detail(edit: Edit) -> EditDetail:
+    """An edit of the history, to be read in full: ``#12 · Reference answer · by ann · 2026-11-23 08:02``, its new
+    and old values (text as it is, anything else as indented JSON, nothing as ``(empty)``), and its reason."""
+    return EditDetail(edit_label(edit), value_text(edit.new), value_text(edit.old), edit.reason or "")
+
+
 def edit_label(edit: Edit) -> str:
-    """An edit as an option of "restore to": ``#12 · reference · by ann · 2026-11-23 08:02`` (plain text)."""
-    return f"#{edit.id} · {visible(edit.where)} · by {visible(edit.author)} · {edit.at[:16].replace('T', ' ')}"
+    """An edit as an option of "restore to": ``#12 · Reference answer · by ann · 2026-11-23 08:02`` (plain text)."""
+    where = field_label(edit.field, edit.turn)
+    return f"#{edit.id} · {visible(where)} · by {visible(edit.author)} · {edit.at[:16].replace('T', ' ')}"
+
+
+def restore_targets(edits: list[Edit]) -> list[int]:
+    """The edits a session can be restored to, newest first: every one but the newest (the state after it is the
+    session as it is)."""
+    return [e.id for e in reversed(edits[:-1])]
 
 
 @dataclass(frozen=True)
-class VerdictRow:
-    """Another reviewer's verdict."""
+class OtherVerdicts:
+    """Another reviewer's verdicts on the session, as one line: ``pass · politeness 4`` (plain text)."""
 
     reviewer: str
-    verdict: str
-    value: float
+    verdicts: str
     at: str
 
 
-def verdict_rows(verdicts: list[Verdict]) -> list[VerdictRow]:
-    """Other reviewers' verdicts."""
-    return [VerdictRow(visible(v.author), visible(v.name), v.value, v.at[:16].replace("T", " ")) for v in verdicts]
+def _verdict_text(name: str, value: float) -> str:
+    if name == LABEL:
+        return {1.0: "pass", 0.0: "fail"}.get(value, f"pass/fail {format_number(value)}")
+    rubric = name.removeprefix("rubric:")
+    return f"{rubric} {format_number(value)}"
+
+
+def other_verdicts(verdicts: list[Verdict]) -> list[OtherVerdicts]:
+    """Other reviewers' verdicts, one line per reviewer (in the order they are given, pass or fail first), with the
+    time of their latest: a compact list that a long name cannot push out of a narrow panel."""
+    by_author: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_author.setdefault(v.author, []).append(v)
+    lines = []
+    for author, theirs in by_author.items():
+        ordered = sorted(theirs, key=lambda v: v.name != LABEL)
+        said = " · ".join(visible(_verdict_text(v.name, v.value)) for v in ordered)
+        lines.append(OtherVerdicts(visible(author), said, max(v.at for v in theirs)[:16].replace("T", " ")))
+    return lines
