@@ -158,6 +158,10 @@ class Prepared:
     row: Row | None
     format: str | None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by position (a worker sends one per record): a third of the time of a frozen dataclass's default.
+        return Prepared, (self.line, self.problems, self.warnings, self.failed, self.row, self.format)
+
 
 def prepare(dataset_id: int, source: str, result: ReadResult, *, assistant: str | None = None) -> Prepared:
     """``result`` made ready for the store: what one record gives, on its own (a worker process may make it).
