@@ -28,7 +28,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import itertools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from evalcore._infra.gcpause import paused_gc
 from evalcore._infra.outputs import PendingOutput, publish
 from evalcore.errors import UsageError
 from evalcore.formats import get_format
@@ -104,14 +104,20 @@ def iter_sessions(
 def _session_chunks(
     store: Store, dataset: str, filters: SessionFilter | None, chunk: int
 ) -> Iterator[list[StoredSession]]:
+    for pks in _pk_chunks(store, dataset, filters, chunk):
+        yield store.sessions.get_many(pks)
+
+
+def _pk_chunks(store: Store, dataset: str, filters: SessionFilter | None, chunk: int) -> Iterator[list[int]]:
+    """The ``pk`` of the matching sessions, in import order, ``chunk`` at a time."""
     pks: list[int] = []
     for pk in store.sessions.iter_pks(dataset, filters):
         pks.append(pk)
         if len(pks) == chunk:
-            yield store.sessions.get_many(pks)
+            yield pks
             pks = []
     if pks:
-        yield store.sessions.get_many(pks)
+        yield pks
 
 
 def writable_format(name: str) -> Format:
@@ -177,37 +183,50 @@ class ExportStream:
     def _chunks(self) -> Iterator[bytes]:
         text = io.StringIO()
         writer = SessionWriter(text, self.format, array=self.array)
-        for session in itertools.islice(self._sessions(), self.limit):
-            writer.write(session)
-            self.count += 1
-            if self.on_progress and self.count % 500 == 0:
-                self.on_progress(self.count)
-            if text.tell() >= _CHUNK:
-                yield self._take(text)
+        labelled = self.store.answers.has_labels(self.dataset)
+        left = self.limit
+        for pks in _pk_chunks(self.store, self.dataset, self.filters, min(500, left or 500)):
+            if left is not None:
+                pks = pks[:left]
+                left -= len(pks)
+                if not pks:
+                    break
+            # A chunk's sessions are read, written and let go with the cyclic collector paused (they form no cycles):
+            # back on, it finds them gone, not half a million objects still held to walk through.
+            with paused_gc():
+                ready = []
+                for session in self._sessions(pks, labelled):
+                    writer.write(session)
+                    self.count += 1
+                    if self.on_progress and self.count % 500 == 0:
+                        self.on_progress(self.count)
+                    if text.tell() >= _CHUNK:
+                        ready.append(self._take(text))
+            yield from ready
+            if left == 0:
+                break
         writer.close()
         if self.on_progress:
             self.on_progress(self.count)
         if text.tell():
             yield self._take(text)
 
-    def _sessions(self) -> Iterator[Session]:
-        """The sessions to write; in a lossless format (evalcore's) each with its labels — the answers and gold given
-        on it, the comments (``LabelledSession.labels``); in another, the sessions that have some are counted
-        (``labels_left``)."""
-        labelled = self.store.answers.has_labels(self.dataset)
-        chunk = min(500, self.limit or 500)
-        for sessions in _session_chunks(self.store, self.dataset, self.filters, chunk):
-            labels = self.store.answers.carried([s.pk for s in sessions]) if labelled else {}
-            if not self.format.lossless:
-                self.labels_left += len(labels)
-                labels = {}
-            if not labels:  # (most exports: the sessions as they are)
-                for stored in sessions:
-                    yield stored.session
-                continue
+    def _sessions(self, pks: list[int], labelled: bool) -> Iterator[Session]:
+        """The sessions of ``pks`` to write; in a lossless format (evalcore's) each with its labels — the answers and
+        gold given on it, the comments (``LabelledSession.labels``); in another, the sessions that have some are
+        counted (``labels_left``). (``labelled``: whether the dataset has labels at all.)"""
+        sessions = self.store.sessions.get_many(pks)
+        labels = self.store.answers.carried([s.pk for s in sessions]) if labelled else {}
+        if not self.format.lossless:
+            self.labels_left += len(labels)
+            labels = {}
+        if not labels:  # (most exports: the sessions as they are)
             for stored in sessions:
-                found = labels.get(stored.pk)
-                yield stored.session if found is None else LabelledSession(**stored.session.__dict__, labels=found)
+                yield stored.session
+            return
+        for stored in sessions:
+            found = labels.get(stored.pk)
+            yield stored.session if found is None else LabelledSession(**stored.session.__dict__, labels=found)
 
     def _take(self, text: io.StringIO) -> bytes:
         chunk = text.getvalue().encode("utf-8")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from evalcore._infra.gcpause import paused_gc
 from evalcore._infra.workers import default_workers
 from evalcore.convert import MAX_KEPT_PROBLEMS, FileProblem
 from evalcore.errors import DatabaseFaultError, StoreError, UsageError
@@ -155,6 +156,27 @@ def _store_events(
 ) -> ImportReport:
     report = ImportReport(dataset=dataset)
     source = Path(path).name
+    with paused_gc():  # (batches of rows, unpickled, stored and let go: no cycles, no collector's walks through them)
+        read = _store_stream(store, dataset_id, stream, path, source, total, report, on_progress, on_problem)
+    store.datasets.mark_imported(dataset_id, source)
+    if on_progress:
+        total = max(total, read)
+        on_progress(total, total)
+    return report
+
+
+def _store_stream(
+    store: Store,
+    dataset_id: int,
+    stream: Iterator[Event],
+    path: str,
+    source: str,
+    total: int,
+    report: ImportReport,
+    on_progress: Callable[[int, int], None] | None,
+    on_problem: Callable[[FileProblem], None] | None,
+) -> int:
+    """Store the events of ``stream`` into ``report``; how many bytes of the file were read."""
     read = 0
     for event in stream:
         if isinstance(event, ProblemEvent):
@@ -183,11 +205,7 @@ def _store_events(
             raise StoreError(
                 f"reading {path} stopped{where}: {event.reason}; the {report.stored} sessions before it are stored"
             )
-    store.datasets.mark_imported(dataset_id, source)
-    if on_progress:
-        total = max(total, read)
-        on_progress(total, total)
-    return report
+    return read
 
 
 def _assistant(name: str | None) -> str | None:

@@ -16,6 +16,7 @@ is a problem on its line: one bad record never costs the others, in either proce
 from __future__ import annotations
 
 import functools
+import gc
 import io
 import json
 import pickle
@@ -157,6 +158,10 @@ class Prepared:
     row: Row | None
     format: str | None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled by position (a worker sends one per record): a third of the time of a frozen dataclass's default.
+        return Prepared, (self.line, self.problems, self.warnings, self.failed, self.row, self.format)
+
 
 def prepare(dataset_id: int, source: str, result: ReadResult, *, assistant: str | None = None) -> Prepared:
     """``result`` made ready for the store: what one record gives, on its own (a worker process may make it).
@@ -228,6 +233,9 @@ def run_reader(argv: list[str]) -> int:
     importer that started it (whose pid ``argv`` ends with), as do the workers it forks."""
     path, fmt, dataset_id, batch_size, workers, max_record, assistant, parent = json.loads(argv[0])
     die_with_parent(parent)
+    # This process only turns a file into rows, batch after batch, each let go once sent: it makes no cycles, and the
+    # cyclic collector would only walk through the batch at hand (as in the workers it forks).
+    gc.disable()
     out = sys.stdout.buffer
     try:
         for event in events(path, fmt, dataset_id, batch_size, workers, max_record, assistant):

@@ -192,11 +192,16 @@ def outcomes(scores: dict[str, Any]) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(found))
 
 
+_NOT_DATA: set[str] = {"provenance", "labels"}  # what of a session its ``data`` column leaves out (never changed)
+
+
 def row_for(dataset_id: int, source: str, session: Session) -> Row:
     """The sessions-table row of ``session``, with the hash that tells whether it changed."""
-    # (The labels that came with it are stored apart from the session: ``evalcore.store.carried``.)
-    data = session.model_dump_json(exclude={"provenance", "labels"}, exclude_defaults=True)
-    content_hash = hashlib.sha256(data.encode()).hexdigest()
+    # (The labels that came with it are stored apart from the session: ``evalcore.store.carried``.) The JSON is
+    # ``model_dump_json``'s, taken as bytes from the serializer: hashed as they are, decoded once.
+    raw = type(session).__pydantic_serializer__.to_json(session, exclude=_NOT_DATA, exclude_defaults=True)
+    data = raw.decode()
+    content_hash = hashlib.sha256(raw).hexdigest()
     key = session_key(session, source)
     scan = _scan(session)
     p = session.provenance

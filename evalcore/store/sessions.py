@@ -53,6 +53,7 @@ _SELECT_ONE = _SELECT.replace(
     " LEFT JOIN edits e ON e.id = m.last WHERE s.id = ? ORDER BY e.id"
 )
 _SESSION_WIDTH = 17  # the columns of ``_SELECT``
+_SET_ON_READ = ("provenance", "status", "tags")  # the fields of a session its row's columns give (``_stored``)
 _INT64 = 2**63
 _EDITS_AT_ONCE = 500  # rows of edits a save inserts in one statement (10 values each: far below either limit)
 
@@ -237,10 +238,12 @@ class Sessions(Browsing, BulkChanges, Importing):
             session = Session.model_validate(loads(data))  # orjson, or the stdlib for NaN / big integers
             if n_edits:
                 session = _apply(session, self._last_edits(conn, pk) if edits is None else edits)
-        source, fmt, position, line = row[12:16]
-        session.provenance = Provenance.model_construct(source=source, format=fmt, position=position, line=line)
-        session.status = status
-        session.tags = json.loads(tags)
+        # Set as pydantic's own assignment sets a field (no validator runs on one): an export reads every session.
+        fields = session.__dict__
+        fields["provenance"] = Provenance(source=row[12], format=row[13], position=row[14], line=row[15])
+        fields["status"] = status
+        fields["tags"] = [] if tags == "[]" else json.loads(tags)
+        session.__pydantic_fields_set__.update(_SET_ON_READ)
         return StoredSession(
             pk, dataset, key, version, session, status_by, status_at, updated_at, updated_by, n_edits, bool(row[16])
         )
