@@ -129,7 +129,7 @@ def test_cancel_from_another_connection_then_resume(store: Store, server: FakeOp
     finished = progress_view(store, again, run_id)
     assert (finished.status, finished.fraction, finished.done) == ("done", 1.0, 40)
     assert finished.message == f"Done: 40 sessions scored (run #{run_id})"
-    assert finished.counts == "40 done · 0 failed · 0 not applicable"
+    assert finished.counts == "40 scored · 0 failed · 0 not applicable"
     assert len(server.requests) <= asked + (40 - stopped.n_done)  # what was scored is not asked again
     with pytest.raises(UsageError, match="finished"):
         resume_run(store, run_id, judge=config)

@@ -143,7 +143,7 @@ def test_the_last_run_is_the_newest_whoever_started_it(store: Store) -> None:
     view = last.view
     assert (view.job_id, view.run_id, view.status) == (None, report.run.id, "failed")
     assert view.message == f"Failed: all 4 items failed, none was scored (run #{report.run.id})"
-    assert view.counts_markdown == "Items **0** done · **4** failed · **0** not applicable of 4"
+    assert view.counts_markdown == "Items **0** scored · **4** failed · **0** not applicable of 4"
     assert view.failures_line == "Failures: 4 × the judge could not be reached"
     cancelled = score_dataset(store, "small", ["tool_call_count"], should_stop=lambda: True)
     shown = run_view(store, store.runs.get(cancelled.run.id))

@@ -120,6 +120,7 @@ def test_two_people_sign_in_at_once_and_each_sees_their_own_name(
     bob.get_by_role("button", name="Save ground truth").click()
     refused = alert(bob, "Ground truth was not saved:")
     expect(refused).to_contain_text("Ann")
+    settle(bob)  # (the draft of Bob's typing may rerun the page as the refusal shows: its buttons drawn again)
     bob.get_by_role("button", name="Re-apply mine on top").click()
     expect(alert(bob, "Ground truth saved.")).to_be_visible()
     rows = query_edits(server, ref)
