@@ -95,6 +95,8 @@ def _check(store: Store, dataset: str) -> None:
     assert list(facets.assistants) == sorted(facets.assistants, key=lambda a: (-facets.assistants[a], a))
     overview = next(o for o in store.datasets.overviews() if o.name == dataset)
     assert overview.sessions == facets.total and overview.statuses == facets.statuses
+    assert store.datasets.get(dataset).sessions == facets.total
+    assert {d.name: d.sessions for d in store.datasets.all()}[dataset] == facets.total
     if store.kind == "postgresql":  # the kept counts are the sessions' own, none left over
         kept = query(
             store,

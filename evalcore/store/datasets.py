@@ -62,7 +62,12 @@ class Datasets:
                 "SELECT id, name, description, created_at FROM datasets WHERE name = ?", [name]
             ).fetchone()
             if row is not None:
-                count = conn.execute("SELECT count(*) FROM sessions WHERE dataset_id = ?", [row[0]]).fetchone()[0]
+                counting = (  # (PostgreSQL: the counts it keeps)
+                    "SELECT coalesce(sum(n), 0) FROM session_counts WHERE dataset_id = ?"
+                    if self._engine.keeps_counts
+                    else "SELECT count(*) FROM sessions WHERE dataset_id = ?"
+                )
+                count = conn.execute(counting, [row[0]]).fetchone()[0]
                 return Dataset(row[0], row[1], row[2], row[3], int(count))
         if not create:
             raise NotFoundError(f"no dataset named {name!r}; known: {', '.join(self.names()) or 'none'}")
@@ -99,9 +104,14 @@ class Datasets:
     def all(self) -> list[Dataset]:
         """Every dataset with its number of sessions."""
         with self._engine.read() as conn:
+            sizes = (  # (PostgreSQL: the counts it keeps)
+                "SELECT dataset_id, sum(n) AS n FROM session_counts GROUP BY dataset_id"
+                if self._engine.keeps_counts
+                else "SELECT dataset_id, count(*) AS n FROM sessions GROUP BY dataset_id"
+            )
             rows = conn.execute(
-                "SELECT d.id, d.name, d.description, d.created_at, count(s.id) FROM datasets d "
-                "LEFT JOIN sessions s ON s.dataset_id = d.id GROUP BY d.id ORDER BY d.name"
+                f"SELECT d.id, d.name, d.description, d.created_at, coalesce(c.n, 0) FROM datasets d "
+                f"LEFT JOIN ({sizes}) c ON c.dataset_id = d.id ORDER BY d.name"
             ).fetchall()
         return [Dataset(r[0], r[1], r[2], r[3], int(r[4])) for r in rows]
 

@@ -380,10 +380,10 @@ class Sessions(Browsing, BulkChanges, Importing):
             user_rows, *found = self._engine.run_all(
                 conn, [self._store.user_statement(), *(reading if _storable(pk) else [])]
             )
-            rows = found[0] if found else []
+            read = found[0] if found else []
             self._store.require("review", "change a session's ground truth or status", read=user_rows)
             author, author_id = self._store.author(conn)
-            stored = self._head_of(conn, rows, pk) if light else self._get_of(conn, rows, pk)
+            stored = self._head_of(conn, read, pk) if light else self._get_of(conn, read, pk)
             if stored.version != base_version:
                 raise self._conflict(conn, stored, base_version)
             # A copy to change: the fields a save sets are replaced whole, never changed in place, but for the list
