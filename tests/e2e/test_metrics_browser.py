@@ -51,7 +51,7 @@ def test_run_deterministic_metrics_and_watch_the_progress(server: Server, new_pa
     server.import_sessions("big", [good[n % len(good)] for n in range(SESSIONS)], "big.jsonl")
     page = new_page("/metrics?dataset=big")
     expect(heading(page)).to_have_text("Metrics")
-    expect(page.get_by_text("4,000 sessions")).to_be_visible()
+    expect(page.get_by_text("Score big (4,000 sessions).")).to_be_visible()  # (not the table's cells saying it too)
     pick(page, "Deterministic metrics to run", ["rouge", "bleu", "string_similarity", "tool_call_accuracy"])
     expect(page.locator('[data-testid="stExpander"]').filter(has_text="rouge")).to_be_visible()
     shot(page, "metrics")
