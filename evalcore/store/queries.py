@@ -145,6 +145,13 @@ def _counted(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, li
     return f"SELECT coalesce(sum(n), 0) FROM session_counts WHERE {' AND '.join(where)}", args
 
 
+def _count_statement(
+    engine: Engine, dataset_id: int, f: SessionFilter, body: str, args: list[Any]
+) -> tuple[str, list[Any]]:
+    """The statement counting the sessions of ``_query``'s ``body`` (the kept counts where they say it)."""
+    return _counted(engine, dataset_id, f) or (f"SELECT count(*) {body}", args)
+
+
 @dataclass(frozen=True)
 class Facets:
     """What the filters of a dataset can offer, with counts: statuses, tags, assistants, ground truth."""
@@ -205,10 +212,7 @@ class Browsing:
         f = filters or SessionFilter()
         dataset_id = self._store.datasets.id_of(dataset)
         body, args = _query(self._engine, dataset_id, f, with_score=with_score)
-        counted = _counted(self._engine, dataset_id, f)
-        if counted is None:
-            return body, args, f"SELECT count(*) {body}", args
-        return body, args, *counted
+        return body, args, *_count_statement(self._engine, dataset_id, f, body, args)
 
     def browse(
         self,
@@ -233,7 +237,7 @@ class Browsing:
         for fresh in (False, True):
             dataset_id = datasets.id_of(dataset, fresh=fresh)  # (the id this process knows: checked below)
             body, args = _query(self._engine, dataset_id, f, with_score=sort == "score")
-            counted = _counted(self._engine, dataset_id, f) or (f"SELECT count(*) {body}", args)
+            counted = _count_statement(self._engine, dataset_id, f, body, args)
             score = "sc.value" if "JOIN scores" in body else "NULL"
             columns = (
                 "s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "

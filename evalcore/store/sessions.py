@@ -408,8 +408,9 @@ class Sessions(Browsing, BulkChanges, Importing):
             update, update_args = self._update_statement(
                 pk, session, base_version, stamp, author, len(edits), fields, search=not light
             )
-            together = self._engine.logged_update(update, _EDIT_INSERT, len(rows)) if "tags" not in fields else None
-            if together is not None and len(rows) <= _EDITS_AT_ONCE:
+            alone = "tags" not in fields and len(rows) <= _EDITS_AT_ONCE  # (else: tags' rows, or edits in chunks)
+            together = self._engine.logged_update(update, _EDIT_INSERT, len(rows)) if alone else None
+            if together is not None:
                 # PostgreSQL: the row and its edits in one statement, sent with the COMMIT; its edits are written
                 # only when the row was at ``base_version`` (told after the COMMIT: nothing was written otherwise).
                 logged = self._engine.defer(conn, together, [*update_args, *(v for row in rows for v in row)])

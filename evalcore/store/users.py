@@ -117,11 +117,9 @@ class Users:
     def local(self) -> User:
         """The machine's local user: the store's owner in one-person mode and on the command line. Until it first
         changes something it has no row (nothing is written to read a store): its id is then 0."""
+        unknown = User(0, _login(), "owner", None, LOCAL, LOCAL)
         with self._engine.read() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM users WHERE iss = ? AND sub = ?", [LOCAL, LOCAL]).fetchone()
-        if row is not None:
-            return _user(row)
-        return User(0, _login(), "owner", None, LOCAL, LOCAL)
+            return self.of_rows(unknown, conn.execute(*self.statement_of(unknown)).fetchall())
 
     def local_row(self, conn: Conn) -> User:
         """The local user, its row made if it has none yet (inside the caller's transaction)."""
