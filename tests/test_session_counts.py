@@ -23,6 +23,7 @@ from evalcore.store.copy import copy_store
 from evalcore.store.queries import SessionFilter
 
 ASSISTANTS = [None, "alpha", "beta", "=beta", ""]
+TAGS = [[], ["billing"], ["billing", "escalated"], ["escalated", "billing", "escalated"], ["été"]]
 
 
 def _session(n: int, *, assistant: str | None = None, truth: bool = False, status: str = "todo") -> dict[str, Any]:
@@ -36,6 +37,7 @@ def _session(n: int, *, assistant: str | None = None, truth: bool = False, statu
         row["assistant_id"] = assistant
     if truth:
         row["reference"] = f"the reference of {n}"
+    row["tags"] = TAGS[n % len(TAGS)]
     return row
 
 
@@ -61,6 +63,9 @@ FILTERS = [
     SessionFilter(has_truth=False),
     SessionFilter(status=["approved", "flagged"], assistant="alpha", has_truth=True),
     SessionFilter(status=["todo"], has_truth=False),
+    *(SessionFilter(tags=[t]) for t in ("billing", "escalated", "été", "x", "none")),
+    SessionFilter(tags=["billing", "escalated"]),
+    SessionFilter(tags=["billing"], status=["todo"]),
 ]
 
 
@@ -74,6 +79,8 @@ def _matches(store: Store, dataset: str, f: SessionFilter) -> int:
         if f.assistant and session.assistant_id != f.assistant:
             continue
         if f.has_truth is not None and session.has_ground_truth() != f.has_truth:
+            continue
+        if not set(f.tags) <= set(session.tags):
             continue
         n += 1
     return n
@@ -93,6 +100,9 @@ def _check(store: Store, dataset: str) -> None:
     by_assistant.pop(None, None)  # (no assistant: not a facet; an empty name is one)
     assert facets.assistants == by_assistant
     assert list(facets.assistants) == sorted(facets.assistants, key=lambda a: (-facets.assistants[a], a))
+    by_tag = Counter(t for pk in store.sessions.iter_pks(dataset) for t in set(store.sessions.get(pk).session.tags))
+    assert facets.tags == by_tag
+    assert list(facets.tags) == sorted(facets.tags, key=lambda t: (-facets.tags[t], t))
     overview = next(o for o in store.datasets.overviews() if o.name == dataset)
     assert overview.sessions == facets.total and overview.statuses == facets.statuses
     assert store.datasets.get(dataset).sessions == facets.total
@@ -108,6 +118,13 @@ def _check(store: Store, dataset: str) -> None:
             "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         )
         assert kept == counted
+        kept_tags = query(store, "SELECT dataset_id, tag, n FROM tag_counts WHERE n <> 0 ORDER BY 1, 2")
+        counted_tags = query(
+            store,
+            "SELECT s.dataset_id, t.tag, count(*) FROM session_tags t JOIN sessions s ON s.id = t.session_pk "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+        assert kept_tags == counted_tags
 
 
 def test_the_counts_follow_every_change(store: Store, tmp_path: Path) -> None:
@@ -123,7 +140,7 @@ def test_the_counts_follow_every_change(store: Store, tmp_path: Path) -> None:
     again[20]["reference"] = "now it has one"
     import_file(ann, write_jsonl(tmp_path / "b.jsonl", again), "d")
     _check(store, "d")
-    # Saves: a status, a reference given and taken away, tags (not counted), a stale save refused.
+    # Saves: a status, a reference given and taken away, tags, a stale save refused.
     pks = store.sessions.pks("d")
     stored = ann.sessions.get(pks[1])
     version = ann.sessions.set_status(pks[1], "flagged", base_version=stored.version)
@@ -177,8 +194,9 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(pg_cluster: Any,
         import_file(as_user(store, "ann"), write_jsonl(tmp_path / "a.jsonl", _sessions(25)), "d")
         # As the database was before migration 0009: no counts, no triggers.
         execute(store, "DROP TABLE session_counts")
+        execute(store, "DROP TABLE tag_counts")
         execute(store, "DROP FUNCTION evalcore_count_sessions CASCADE")
-        execute(store, "DELETE FROM evalcore_migrations WHERE name = '0009_session_counts'")
+        execute(store, "DELETE FROM evalcore_migrations WHERE name IN ('0009_session_counts', '0010_tag_counts')")
     from evalcore.errors import SchemaVersionError
 
     with pytest.raises(SchemaVersionError, match="db upgrade"):
@@ -187,10 +205,14 @@ def test_a_database_from_before_the_counts_gets_them_on_upgrade(pg_cluster: Any,
 
     engine = PostgresEngine(url, check=False)
     try:
-        assert engine.migrate() == ["0009_session_counts"]
+        assert engine.migrate() == ["0009_session_counts", "0010_tag_counts"]
     finally:
         engine.close()
     with open_store(url) as store:
+        _check(store, "d")
+        ann = as_user(store, "ann")  # (and counted from now on)
+        pk = store.sessions.pks("d")[3]
+        ann.sessions.save(pk, {"tags": ["new"], "status": "flagged"}, base_version=ann.sessions.get(pk).version)
         _check(store, "d")
 
 

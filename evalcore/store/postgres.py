@@ -38,7 +38,7 @@ from evalcore.errors import DatabaseFaultError, SchemaVersionError, UsageError
 from evalcore.store import search
 from evalcore.store.engine import Conn, Cursor, Engine
 from evalcore.store.jsontext import loads
-from evalcore.store.pg_migrations import COUNT_ADD, MIGRATIONS, RECOUNT
+from evalcore.store.pg_migrations import COUNT_ADD, MIGRATIONS, RECOUNT, RECOUNT_TAGS, TAG_ADD
 from evalcore.store.rows import ROW_COLUMNS, Row
 
 __all__ = ["PostgresEngine", "public_url"]
@@ -322,6 +322,7 @@ _EDIT_TYPES = {"session_pk": "bigint", "turn": "bigint", "version": "bigint", "a
 _SEARCH_AT = ROW_COLUMNS.index("search_text")
 _SYSTEM_AT = ROW_COLUMNS.index("system_text")
 _TITLE_AT = ROW_COLUMNS.index("title")
+_TAGS_AT_ONCE = 5000  # (tags counted a statement: 3 parameters each, of the 65,535 a statement may have)
 
 
 class PostgresEngine(Engine):
@@ -557,6 +558,7 @@ class PostgresEngine(Engine):
                 values[_TITLE_AT] = values[_TITLE_AT].replace("\x00", "")
                 copy.write_row((*values, stamp, stamp))
         counted: dict[tuple[int, str, str, int], int] = {}  # (the counts it keeps: see pg_migrations)
+        tagged: dict[tuple[int, str], int] = {}
         for row in rows:
             key = (
                 row.dataset_id,
@@ -565,10 +567,19 @@ class PostgresEngine(Engine):
                 row.has_truth,
             )
             counted[key] = counted.get(key, 0) + 1
+            for tag in set(row.tag_list):
+                tagged[row.dataset_id, tag] = tagged.get((row.dataset_id, tag), 0) + 1
         if counted:
             conn.defer(
                 COUNT_ADD.format(rows="VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * len(counted))),
                 [value for key, n in sorted(counted.items()) for value in (*key, n)],
+            )
+        ordered = sorted(tagged.items())
+        for at in range(0, len(ordered), _TAGS_AT_ONCE):
+            part = ordered[at : at + _TAGS_AT_ONCE]
+            conn.defer(
+                TAG_ADD.format(rows="VALUES " + ", ".join(["(?, ?, ?)"] * len(part))),
+                [value for key, n in part for value in (*key, n)],
             )
 
     def lock_dataset(self, conn: Conn, dataset_id: int) -> None:
@@ -581,7 +592,7 @@ class PostgresEngine(Engine):
         return "(SELECT unnest(CAST(? AS bigint[])))", [ids]
 
     def after_copy(self, conn: Conn) -> None:
-        for statement in RECOUNT:
+        for statement in (*RECOUNT, *RECOUNT_TAGS):
             conn.execute(statement)
         for table in (
             "users",

@@ -127,11 +127,16 @@ def _query(engine: Engine, dataset_id: int, f: SessionFilter, *, with_score: boo
 
 def _counted(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, list[Any]] | None:
     """How many sessions ``f`` matches, read from the counts the database keeps (``engine.keeps_counts``), when
-    ``f`` asks only what they are counted by (status, assistant, ground truth); else None (count them)."""
-    if not engine.keeps_counts or f.tags or (f.search is not None and f.search.strip()):
+    ``f`` asks only what they are counted by (status, assistant, ground truth; or one tag alone); else None (count
+    them)."""
+    if not engine.keeps_counts or len(f.tags) > 1 or (f.search is not None and f.search.strip()):
         return None
     if f.run_id is not None or f.metric is not None or f.min_score is not None or f.max_score is not None:
         return None
+    if f.tags:  # one tag, and nothing else asked: its count (tags are counted alone)
+        if f.status or f.assistant or f.has_truth is not None:
+            return None
+        return "SELECT coalesce(sum(n), 0) FROM tag_counts WHERE dataset_id = ? AND tag = ?", [dataset_id, f.tags[0]]
     where, args = ["dataset_id = ?"], list[Any]([dataset_id])
     if f.status:
         where.append(f"status IN ({','.join('?' * len(f.status))})")
@@ -365,7 +370,7 @@ class Browsing:
         return Facets(sum(statuses.values()), statuses, tags, assistants, int(with_truth))
 
     def _kept_facets(self, conn: Conn, dataset_id: int, statuses: dict[str, int]) -> Facets:
-        """``facets`` from the counts the database keeps (``engine.keeps_counts``), the tags' counted."""
+        """``facets`` from the counts the database keeps (``engine.keeps_counts``)."""
         by_assistant: dict[str, int] = {}
         with_truth = 0
         for status, assistant, has_truth, n in conn.execute(
@@ -376,7 +381,11 @@ class Browsing:
                 by_assistant[assistant[1:]] = by_assistant.get(assistant[1:], 0) + n
             with_truth += n if has_truth else 0
         assistants = dict(sorted(by_assistant.items(), key=lambda kv: (-kv[1], kv[0])))
-        tags = self._tag_counts(conn, dataset_id)
+        tags = dict(
+            conn.execute(
+                "SELECT tag, n FROM tag_counts WHERE dataset_id = ? AND n > 0 ORDER BY n DESC, tag", [dataset_id]
+            ).fetchall()
+        )
         return Facets(sum(statuses.values()), statuses, tags, assistants, with_truth)
 
     @staticmethod
