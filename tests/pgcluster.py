@@ -32,7 +32,8 @@ def bin_dir() -> Path:
 class Cluster:
     """A running throwaway cluster: ``url(db)`` reaches a database of it."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, str] | None = None) -> None:
+        """``settings``: the server's, beyond the throwaway cluster's own (``{"shared_buffers": "2GB"}``)."""
         self.folder = Path(tempfile.mkdtemp(prefix="evalcore-pg-"))
         self.bin = bin_dir()
         self._as_root = os.geteuid() == 0
@@ -46,7 +47,7 @@ class Cluster:
         )  # fmt: skip
         self._options = (
             f"-c listen_addresses='' -c unix_socket_directories={self.folder} -c fsync=off -c max_connections=300"
-        )
+        ) + "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
         self._mounts: list[Path] = []
         self._template_made = False
         self.start()

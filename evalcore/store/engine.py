@@ -151,11 +151,19 @@ class Engine(ABC):
         none (SQLite: its writers wait for each other, and a round trip costs nothing)."""
         return None
 
-    def page(self, columns: str, body: str, order: str) -> str:
+    def page(self, columns: str, body: str, order: str, *, deep: bool = False) -> str:
         """A page of sessions: ``SELECT columns body ORDER BY order``, then ``LIMIT ? OFFSET ?`` (its two last
         parameters). ``body`` is ``FROM sessions s ... WHERE ...``; ``order`` ends with ``s.id``, so the order is
-        total. PostgreSQL finds the page's ids first (an index-only walk past the offset), then reads their rows."""
+        total. ``deep``: the offset is large (PostgreSQL then finds the page's ids first, an index-only walk past
+        the offset, then reads their rows)."""
         return f"SELECT {columns} {body} ORDER BY {order} LIMIT ? OFFSET ?"
+
+    def page_counted(self, columns: str, body: str, order: str, sort_column: str) -> str | None:
+        """``page``, its rows ending with how many sessions ``body`` matches in all, the matches found once for both;
+        None where the engine has no such statement (SQLite: its full-text index gives a search's matches in order,
+        a page reads the first of them). PostgreSQL's index gives them unordered: a page and its count each read
+        every match, and the page of a rare search walks the sort's index past thousands that do not match."""
+        return None
 
     @abstractmethod
     def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:

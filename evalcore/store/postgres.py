@@ -514,15 +514,25 @@ class PostgresEngine(Engine):
     def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
         return search.documents(search_text, system_text)
 
-    def page(self, columns: str, body: str, order: str) -> str:
-        # The ids first, then their rows: walking past the offset in the sort's index, PostgreSQL reads only the
-        # index (a row read for each session skipped made a deep page many times slower than SQLite's). The same
-        # rows come, in the same order: ``order`` is total (it ends with ``s.id``), and orders the page again.
-        if not body.startswith("FROM sessions s WHERE "):  # (a score joined: a column of the page)
+    def page(self, columns: str, body: str, order: str, *, deep: bool = False) -> str:
+        # Deep: the ids first, then their rows: walking past the offset in the sort's index, PostgreSQL reads only
+        # the index (a row read for each session skipped made a deep page many times slower than SQLite's). The
+        # same rows come, in the same order: ``order`` is total (it ends with ``s.id``), and orders the page again.
+        # Not deep: one SELECT (the two levels took PostgreSQL twice as long to plan: 0.3 ms of a 1 ms page).
+        if not deep or not body.startswith("FROM sessions s WHERE "):  # (a score joined: a column of the page)
             return super().page(columns, body, order)
         return (
             f"SELECT {columns} FROM sessions s WHERE s.id IN (SELECT s.id {body} ORDER BY {order} LIMIT ? OFFSET ?) "
             f"ORDER BY {order}"
+        )
+
+    def page_counted(self, columns: str, body: str, order: str, sort_column: str) -> str | None:
+        if not body.startswith("FROM sessions s WHERE "):
+            return None
+        kept = ", ".join(dict.fromkeys(["s.id", sort_column]))  # (what ``order`` reads, as ``m s``)
+        return (
+            f"WITH m AS MATERIALIZED (SELECT {kept} {body}) SELECT {columns}, (SELECT count(*) FROM m) "
+            f"FROM sessions s WHERE s.id IN (SELECT s.id FROM m s ORDER BY {order} LIMIT ? OFFSET ?) ORDER BY {order}"
         )
 
     def run_all(self, conn: Conn, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:

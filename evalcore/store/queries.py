@@ -199,11 +199,36 @@ def _order(column: str, direction: str) -> str:
     return f"{column} {direction} NULLS {'FIRST' if direction == 'ASC' else 'LAST'}"
 
 
+#: A search that matched fewer sessions than this the last time it was asked: its page and count read its matches
+#: once (``Engine.page_counted``); one that matched more: its page walks the sort's index, where matches are dense
+#: (a page of 50 is found after a few hundred sessions), and its count is a statement of its own.
+FOUND_ONCE_BELOW = 5000
+#: An offset from which a page is deep (``Engine.page``).
+DEEP = 1000
+_REMEMBERED = 512  # searches whose number of matches is remembered (the oldest forgotten first)
+
+
 class Browsing:
     """Finding a dataset's sessions: the part of ``store.sessions`` that reads pages, counts and neighbours."""
 
     _store: Store
     _engine: Engine
+    _matched: dict[tuple[Any, ...], int]  # a search's (dataset id, SQL, parameters) -> its matches the last time
+
+    def _page_counted(
+        self, searched: tuple[Any, ...] | None, columns: str, body: str, order: str, sort: str
+    ) -> str | None:
+        """``Engine.page_counted``'s statement when the search ``searched`` matched few sessions the last time."""
+        if searched is None or self._matched.get(searched, FOUND_ONCE_BELOW) >= FOUND_ONCE_BELOW:
+            return None
+        return self._engine.page_counted(columns, body, order, SORTS[sort])
+
+    def _remember(self, searched: tuple[Any, ...], total: int) -> None:
+        matched = self._matched
+        matched.pop(searched, None)
+        matched[searched] = total
+        while len(matched) > _REMEMBERED:
+            matched.pop(next(iter(matched)), None)
 
     def _where(self, dataset: str, filters: SessionFilter | None, *, with_score: bool = False) -> tuple[str, list[Any]]:
         return _query(
@@ -243,6 +268,7 @@ class Browsing:
             dataset_id = datasets.id_of(dataset, fresh=fresh)  # (the id this process knows: checked below)
             body, args = _query(self._engine, dataset_id, f, with_score=sort == "score")
             counted = _count_statement(self._engine, dataset_id, f, body, args)
+            searched = (dataset_id, body, *args) if f.search is not None and f.search.strip() else None
             score = "sc.value" if "JOIN scores" in body else "NULL"
             columns = (
                 "s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
@@ -250,17 +276,20 @@ class Browsing:
                 # (PostgreSQL: said of the page's rows only, in the round trip; SQLite: asked after, see below)
                 + (SHARED_ID if self._engine.speculates else "0")
             )
+            once = self._page_counted(searched, columns, body, order, sort)  # (its rows end with the count)
             statements = [
-                (self._engine.page(columns, body, order), [*args, limit, offset]),
+                (once or self._engine.page(columns, body, order, deep=offset >= DEEP), [*args, limit, offset]),
                 ("SELECT name FROM datasets WHERE id = ?", [dataset_id]),
             ]
-            if self._engine.speculates:  # (the count sent with the page: one round trip, not two)
+            if self._engine.speculates and once is None:  # (the count sent with the page: one round trip, not two)
                 statements.append(counted)
             with self._engine.read() as conn:
                 rows, named, *total_row = self._engine.run_all(conn, statements)
                 if named != [(dataset,)] and not fresh:  # renamed or deleted since this process read its id
                     continue
-                if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
+                if once is not None and rows:
+                    total, rows = rows[0][-1], [r[:-1] for r in rows]
+                elif 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
                     total = offset + len(rows)  # the last page: the count is known without counting
                 elif total_row:
                     total = total_row[0][0][0]
@@ -271,6 +300,8 @@ class Browsing:
                         conn, rows[0][0] if rows else 0, [r[1] for r in rows if str(r[13]).startswith("ida:")]
                     )
                     rows = [(*r[:16], r[1] in shared) for r in rows]
+            if searched is not None:
+                self._remember(searched, int(total))
             break
         items = [
             SessionSummary(

@@ -64,6 +64,7 @@ class Sessions(Browsing, BulkChanges, Importing):
     def __init__(self, store: Store) -> None:
         self._store = store
         self._engine = store._engine
+        self._matched = {}
 
     # -- reading ------------------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ store APIs and checks it imported the evalcore it was given):
 - SQLite now: the working tree's evalcore (copied at the start, so that edits made while the benchmark runs
   do not reach it), on a SQLite file;
 - PostgreSQL now: the same code on a database of a throwaway PostgreSQL cluster (``tests/pgcluster.py``: unix
-  socket, ``fsync=off``, the server's default settings otherwise), started here and stopped at the end.
+  socket, ``fsync=off``, ``shared_buffers=2GB`` as a team's server is given memory (``SERVER``), the server's
+  default settings otherwise), started here and stopped at the end.
 
 Each code folder is compiled first (as pip compiles an installed package) and goes first on ``sys.path`` (and
 in ``PYTHONPATH``, for the processes evalcore starts). The configurations take turns at every repetition (before,
@@ -943,9 +944,15 @@ def print_reviewers(configs: list[Config], runs: dict[str, list[Reviewers]], ses
 # -- main -----------------------------------------------------------------------------------
 
 
+#: The PostgreSQL server's settings beyond the throwaway cluster's: the memory a team's server gives it (PostgreSQL's
+#: default ``shared_buffers`` is 128 MB, less than the 100,000-session table, so that a search's count read it from
+#: the operating system's cache a block at a time; the usual advice is a quarter of the machine's memory).
+SERVER = {"shared_buffers": "2GB"}
+
+
 def start_cluster() -> tuple[Cluster | None, str]:
     try:
-        return Cluster(), ""
+        return Cluster(SERVER), ""
     except (RuntimeError, OSError, subprocess.SubprocessError, KeyError) as exc:
         return None, f"{type(exc).__name__}: {str(exc)[-300:]}"
 
@@ -976,7 +983,11 @@ def main() -> int:
                 check_code(config)
             pg_version = ""
             if cluster is not None:
-                pg_version = f"PostgreSQL {cluster.bin.parent.name} (throwaway cluster, unix socket, fsync=off)"
+                pg_version = (
+                    f"PostgreSQL {cluster.bin.parent.name} (throwaway cluster, unix socket, fsync=off, "
+                    + ", ".join(f"{name}={value}" for name, value in SERVER.items())
+                    + ")"
+                )
             vocabulary = make_vocabulary(VOCABULARY, SEED)
             files = {n: build(tmp, n, vocabulary) for n in (plan.small, plan.large)}
             print(

@@ -1,0 +1,102 @@
+"""A page of sessions is the same whichever statement finds it, on both engines: a first page and a deep one
+(PostgreSQL reads a page from an offset of ``queries.DEEP`` on in two steps, the ids first), and a search asked
+again (PostgreSQL then finds a search that matched few sessions once for its page and its count:
+``Engine.page_counted``). Each page is checked against the order worked out here from what was imported."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from formats_util import write_jsonl
+
+from evalcore.importing import import_file
+from evalcore.store import Store, open_store
+from evalcore.store.queries import DEEP, FOUND_ONCE_BELOW, SessionFilter
+
+N = DEEP + 150
+
+
+def _words(n: int) -> str:
+    """Every session says "alpha"; one in three "beta"; one in fifty "zeta"."""
+    return " ".join(w for w, every in (("alpha", 1), ("beta", 3), ("zeta", 50)) if n % every == 0)
+
+
+def _session(n: int) -> dict[str, Any]:
+    turns = 1 + n * 7 % 5
+    messages = []
+    for t in range(turns):
+        messages += [
+            {"role": "user", "content": f"question {n}.{t} {_words(n)}"},
+            {"role": "assistant", "content": f"answer {n}.{t}"},
+        ]
+    return {"schema_version": 1, "session_id": f"s{n}", "messages": messages, "tags": ["odd"] if n % 2 else []}
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def pages_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """One store of N sessions for the module, on each engine."""
+    tmp = tmp_path_factory.mktemp("pages")
+    if request.param == "sqlite":
+        url = str(tmp / "pages.db")
+    else:
+        url = str(request.getfixturevalue("pg_cluster").new_database())
+    with open_store(url) as store:
+        import_file(store, write_jsonl(tmp / "s.jsonl", [_session(n) for n in range(N)]), "d")
+        yield store
+
+
+def _expected(store: Store, f: SessionFilter, sort: str, descending: bool) -> list[int]:
+    """The pks ``f`` matches in the order asked, from what was imported (session ``n`` is the n-th pk)."""
+    pks = store.sessions.pks("d")
+    assert len(pks) == N
+    keep = []
+    for n, pk in enumerate(pks):
+        words = set(_words(n).split())
+        if f.search and not set(f.search.split()) <= words:
+            continue
+        if f.tags and n % 2 == 0:
+            continue
+        keep.append((1 + n * 7 % 5 if sort == "turns" else 0, pk))
+    return [pk for _, pk in sorted(keep, reverse=descending)]
+
+
+FILTERS = [
+    SessionFilter(),
+    SessionFilter(tags=["odd"]),
+    SessionFilter(search="alpha"),  # every session
+    SessionFilter(search="beta"),  # a third
+    SessionFilter(search="zeta"),  # few
+    SessionFilter(search="zeta beta"),
+    SessionFilter(search="nowhere"),
+]
+
+
+@pytest.mark.parametrize("f", FILTERS, ids=lambda f: f.search or ",".join(f.tags) or "all")
+def test_every_page_is_the_same_first_time_and_again(pages_store: Store, f: SessionFilter) -> None:
+    for sort in ("order", "turns"):
+        for descending in (False, True):
+            expected = _expected(pages_store, f, sort, descending)
+            for offset in (0, 40, DEEP - 10, DEEP, N - 30, N + 10):
+                for _ in range(2):  # (the second time, a search that matched few is found once for page and count)
+                    page = pages_store.sessions.browse(
+                        "d", f, sort=sort, descending=descending, limit=50, offset=offset
+                    )
+                    assert page.total == len(expected), (f, sort, descending, offset)
+                    assert [s.pk for s in page.items] == expected[offset : offset + 50], (f, sort, offset)
+                    if f.search is None:
+                        continue
+                    assert pages_store.sessions.count("d", f) == len(expected)
+
+
+def test_a_search_that_matched_few_is_found_once_the_next_time(pages_store: Store) -> None:
+    """What the test above relies on: the second time, PostgreSQL's page of a search says its count itself."""
+    assert N < FOUND_ONCE_BELOW  # (every search here matched few)
+    sessions = pages_store.sessions
+    f = SessionFilter(search="zeta")
+    sessions.browse("d", f)
+    searched = list(sessions._matched)[-1]  # (the search asked last)
+    assert sessions._matched[searched] == len(_expected(pages_store, f, "order", False)) == 23
+    once = sessions._page_counted(searched, "s.id", "FROM sessions s WHERE s.dataset_id = ?", "s.id ASC", "order")
+    assert (once is not None) == (pages_store.kind == "postgresql")
