@@ -201,7 +201,8 @@ def _order(column: str, direction: str) -> str:
 
 #: A search that matched fewer sessions than this the last time it was asked: its page and count read its matches
 #: once (``Engine.page_counted``); one that matched more: its page walks the sort's index, where matches are dense
-#: (a page of 50 is found after a few hundred sessions), and its count is a statement of its own.
+#: (a page of 50 is found after a few hundred sessions), and its count is a statement of its own. A page that was
+#: the search's last the last time (``offset + limit`` beyond its matches) is asked alone: its rows are the count.
 FOUND_ONCE_BELOW = 5000
 #: An offset from which a page is deep (``Engine.page``).
 DEEP = 1000
@@ -214,14 +215,6 @@ class Browsing:
     _store: Store
     _engine: Engine
     _matched: dict[tuple[Any, ...], int]  # a search's (dataset id, SQL, parameters) -> its matches the last time
-
-    def _page_counted(
-        self, searched: tuple[Any, ...] | None, columns: str, body: str, order: str, sort: str
-    ) -> str | None:
-        """``Engine.page_counted``'s statement when the search ``searched`` matched few sessions the last time."""
-        if searched is None or self._matched.get(searched, FOUND_ONCE_BELOW) >= FOUND_ONCE_BELOW:
-            return None
-        return self._engine.page_counted(columns, body, order, SORTS[sort])
 
     def _remember(self, searched: tuple[Any, ...], total: int) -> None:
         matched = self._matched
@@ -276,12 +269,16 @@ class Browsing:
                 # (PostgreSQL: said of the page's rows only, in the round trip; SQLite: asked after, see below)
                 + (SHARED_ID if self._engine.speculates else "0")
             )
-            once = self._page_counted(searched, columns, body, order, sort)  # (its rows end with the count)
+            last = self._matched.get(searched) if searched is not None else None  # (its matches the last time)
+            ending = last is not None and last < offset + limit  # (then the search's last page: no count sent)
+            once = None  # (a search that matched few: the page's rows end with its count)
+            if last is not None and not ending and last < FOUND_ONCE_BELOW:
+                once = self._engine.page_counted(columns, body, order, SORTS[sort])
             statements = [
                 (once or self._engine.page(columns, body, order, deep=offset >= DEEP), [*args, limit, offset]),
                 ("SELECT name FROM datasets WHERE id = ?", [dataset_id]),
             ]
-            if self._engine.speculates and once is None:  # (the count sent with the page: one round trip, not two)
+            if self._engine.speculates and once is None and not ending:  # (the count with the page: one round trip)
                 statements.append(counted)
             with self._engine.read() as conn:
                 rows, named, *total_row = self._engine.run_all(conn, statements)
