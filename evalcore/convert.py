@@ -13,6 +13,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.formats import Format, get_format, writer_for
 from evalcore.formats._blocks import non_text_blocks
 from evalcore.formats.files import ReadResult
+from evalcore.formats.json_problems import plain_json_problem
 from evalcore.formats.jsonio import MAX_RECORD
 from evalcore.formats.parallel import map_read
 from evalcore.identity import identity_key, repeat_name
@@ -25,7 +26,8 @@ __all__ = ["ConvertReport", "FileProblem", "convert_file", "dropped_blocks", "va
 @dataclass(frozen=True)
 class FileProblem:
     """A problem located in a file: prints as ``FILE:LINE: reason`` (the reason starts ``element N:`` for an element
-    of a file that is one JSON array, and names the field when it is known).
+    of a file that is one JSON array, and names the field when it is known; a JSON error is said plainly, with the
+    file's line and column: ``evalcore.formats.json_problems``).
 
     Printed, it is one line a terminal shows as text: a control character (an escape sequence in a file's name
     or in a value the reason quotes, which a terminal would execute), a line break, an invisible or reordering
@@ -38,7 +40,7 @@ class FileProblem:
 
     def __str__(self) -> str:
         prefix = "warning: " if self.level == "warning" else ""
-        return visible(f"{self.path}:{self.line}: {prefix}{self.message}")
+        return visible(f"{self.path}:{self.line}: {prefix}{plain_json_problem(self.message, self.line or None)}")
 
 
 #: Problems a report keeps in memory; past this they are still counted and passed to ``on_problem``.

@@ -42,7 +42,9 @@ def test_convert_reports_bad_records_and_keeps_good_ones(tmp_path: Path) -> None
     assert [line for line in proc.stderr.splitlines() if ": warning: " in line] == [
         f"{source}:{n}: warning: reference not carried by openai: dropped" for n in (1, 6)
     ]
-    assert errors[0].startswith(f"{source}:2: not valid JSON")
+    assert errors[0] == (  # (said plainly, with the file's line and column: not Python's parser's words)
+        f"{source}:2: not valid JSON at line 2, column 51: a comma or a closing bracket was expected"
+    )
     assert errors[1] == f"{source}:3: user_input[0].type: unknown message type 'robot'; expected human, ai or tool"
     assert (
         errors[2]

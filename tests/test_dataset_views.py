@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.views.datasets import plain_json_problem, sample_card
+from evalcore.formats.json_problems import plain_json_problem
+from evalcore.views.datasets import sample_card
 
 
 def parser_words(text: str) -> str:
