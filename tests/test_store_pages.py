@@ -101,3 +101,13 @@ def test_a_search_remembers_how_many_it_matched(pages_store: Store) -> None:
         assert sessions._matched[searched] == matched
     counted = pages_store._engine.page_counted("s.id", "FROM sessions s WHERE s.dataset_id = ?", "s.id ASC", "s.id")
     assert (counted is not None) == (pages_store.kind == "postgresql")
+
+
+def test_the_searches_remembered_are_bounded(pages_store: Store) -> None:
+    """A long-running app asks many searches: the oldest are forgotten (and still answered right)."""
+    from evalcore.store.queries import _REMEMBERED
+
+    for n in range(5, _REMEMBERED + 25):  # (session n alone says the number n: its turns are numbered 0 to 4)
+        assert pages_store.sessions.browse("d", SessionFilter(search=str(n)), limit=5).total == 1
+    assert len(pages_store.sessions._matched) == _REMEMBERED
+    assert pages_store.sessions.browse("d", SessionFilter(search="zeta"), limit=5).total == 23

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -214,14 +215,14 @@ class Browsing:
 
     _store: Store
     _engine: Engine
-    _matched: dict[tuple[Any, ...], int]  # a search's (dataset id, SQL, parameters) -> its matches the last time
+    _matched: OrderedDict[tuple[Any, ...], int]  # a search's (dataset id, SQL, parameters) -> its matches the last time
 
     def _remember(self, searched: tuple[Any, ...], total: int) -> None:
-        matched = self._matched
-        matched.pop(searched, None)
+        matched = self._matched  # (each step one call: the app's threads share it)
         matched[searched] = total
+        matched.move_to_end(searched)
         while len(matched) > _REMEMBERED:
-            matched.pop(next(iter(matched)), None)
+            matched.popitem(last=False)
 
     def _where(self, dataset: str, filters: SessionFilter | None, *, with_score: bool = False) -> tuple[str, list[Any]]:
         return _query(

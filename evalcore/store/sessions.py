@@ -11,6 +11,7 @@ written and a ``ConflictError`` names who changed what.
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -64,7 +65,7 @@ class Sessions(Browsing, BulkChanges, Importing):
     def __init__(self, store: Store) -> None:
         self._store = store
         self._engine = store._engine
-        self._matched = {}
+        self._matched = OrderedDict()
 
     # -- reading ------------------------------------------------------------------------------------
 
