@@ -259,18 +259,17 @@ else:
         "Click a cell or a bar to list its sessions."
     )
     rows = tool_rows(failures)
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        picked = _shared.table(rows, on_select="rerun", selection_mode="single-cell", key=f"tools_table-{epoch}",
-                               height=min(38 + 35 * len(rows), 38 + 35 * 10))  # fmt: skip
-        for r, col in picked.selection.cells if picked else []:
-            if col in COLUMNS and r < len(failures.tools):
-                st.session_state["tools_cell"] = (failures.tools[r].tool, col)
-    with right:
-        if not failures.failed:  # an empty chart says nothing: say it
-            st.success("No tool failed: every reference call was made, with its arguments, in order, and no call "
-                       "was extra.", icon=":material/check_circle:")  # fmt: skip
-        event = None if not failures.failed else _charts.show(
+    if not failures.failed:  # an empty chart says nothing: say it
+        st.success("No tool failed: every reference call was made, with its arguments, in order, and no call "
+                   "was extra.", icon=":material/check_circle:")  # fmt: skip
+    # (the page's width: its eight columns, the arguments named in the last, are cut in less)
+    picked = _shared.table(rows, on_select="rerun", selection_mode="single-cell", key=f"tools_table-{epoch}",
+                           height=min(38 + 35 * len(rows), 38 + 35 * 10))  # fmt: skip
+    for r, col in picked.selection.cells if picked else []:
+        if col in COLUMNS and r < len(failures.tools):
+            st.session_state["tools_cell"] = (failures.tools[r].tool, col)
+    if failures.failed:
+        event = _charts.show(
             _charts.tool_failures(failures), on_select="rerun", key=f"tools_chart-{epoch}",
             csv=chart_data.rows_csv(rows), name="tool-calls-per-tool",
         )  # fmt: skip

@@ -36,6 +36,10 @@ from evalcore.views.metrics import (
 from evalcore.views.text import literal_message, literal_name, plural
 from pages import _shared
 
+#: A row of the metric picker's table: three lines of what a metric needs and measures (Streamlit wraps a cell's
+#: text in rows over 4rem).
+PICKER_ROW = 66
+
 _shared.frame_first()
 
 store = _shared.store()
@@ -105,16 +109,15 @@ for tab, (group, infos) in zip(tabs, groups.items(), strict=True):
             key=f"pick_{group.replace(' ', '_').lower()}",
             placeholder="Pick metrics (or read the table below first)",
         )
-        _shared.table(
+        _shared.table(  # (sized to the page at 1400 px, what a metric needs and measures wrapping in its row)
             picker_rows(profile, infos),
-            height=38 + 35 * len(names),
+            height=38 + PICKER_ROW * len(names),
+            row_height=PICKER_ROW,
             column_config={
-                "metric": st.column_config.TextColumn(width="medium", pinned=True),
-                "applies_to": st.column_config.ProgressColumn(
-                    format="percent", min_value=0, max_value=1, width="small"
-                ),
-                "needs": st.column_config.TextColumn(width="large"),
-                "measures": st.column_config.TextColumn(width="large"),
+                "metric": st.column_config.TextColumn(width=190, pinned=True),
+                "applies_to": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1, width=80),
+                "needs": st.column_config.TextColumn(width=370),
+                "measures": st.column_config.TextColumn(width=370),
             },
         )
 
