@@ -245,26 +245,30 @@ RECOUNT = [
     "DELETE FROM session_counts",
     f"INSERT INTO session_counts (dataset_id, status, assistant, has_truth, n) {_COUNT_ALL}",
 ]
+#: What the trigger adds to ``session_counts`` for sessions deleted (not those of a deleted dataset: its counts go
+#: with it), and for sessions changed.
+_COUNT_GONE = COUNT_ADD.format(
+    rows=f"SELECT dataset_id, status, {COUNTED_ASSISTANT.format(p='')}, has_truth, -count(*) FROM old_rows "
+    "WHERE EXISTS (SELECT 1 FROM datasets d WHERE d.id = old_rows.dataset_id) "
+    "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
+)
+_COUNT_CHANGED = COUNT_ADD.format(
+    rows="SELECT k.dataset_id, k.status, k.assistant, k.has_truth, sum(k.d) FROM ("
+    f"SELECT o.dataset_id, o.status, {COUNTED_ASSISTANT.format(p='o.')} AS assistant, o.has_truth, -1 AS d "
+    f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED} UNION ALL "
+    f"SELECT w.dataset_id, w.status, {COUNTED_ASSISTANT.format(p='w.')}, w.has_truth, 1 "
+    f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED}"
+    ") k GROUP BY 1, 2, 3, 4 HAVING sum(k.d) <> 0 ORDER BY 1, 2, 3, 4"
+)
 _SESSION_COUNTS = [
     "CREATE TABLE session_counts (dataset_id BIGINT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE, "
     "status TEXT NOT NULL, assistant TEXT NOT NULL, has_truth BIGINT NOT NULL, n BIGINT NOT NULL, "
     "PRIMARY KEY (dataset_id, status, assistant, has_truth))",
     "CREATE FUNCTION evalcore_count_sessions() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "IF TG_OP = 'DELETE' THEN "  # (not for the sessions of a dataset deleted: its counts go with it)
-    + COUNT_ADD.format(
-        rows=f"SELECT dataset_id, status, {COUNTED_ASSISTANT.format(p='')}, has_truth, -count(*) FROM old_rows "
-        "WHERE EXISTS (SELECT 1 FROM datasets d WHERE d.id = old_rows.dataset_id) "
-        "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
-    )
+    + _COUNT_GONE
     + "; ELSE "
-    + COUNT_ADD.format(
-        rows="SELECT k.dataset_id, k.status, k.assistant, k.has_truth, sum(k.d) FROM ("
-        f"SELECT o.dataset_id, o.status, {COUNTED_ASSISTANT.format(p='o.')} AS assistant, o.has_truth, -1 AS d "
-        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED} UNION ALL "
-        f"SELECT w.dataset_id, w.status, {COUNTED_ASSISTANT.format(p='w.')}, w.has_truth, 1 "
-        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED}"
-        ") k GROUP BY 1, 2, 3, 4 HAVING sum(k.d) <> 0 ORDER BY 1, 2, 3, 4"
-    )
+    + _COUNT_CHANGED
     + "; END IF; RETURN NULL; END $$",
     "CREATE TRIGGER sessions_counted_delete AFTER DELETE ON sessions REFERENCING OLD TABLE AS old_rows "
     "FOR EACH STATEMENT EXECUTE FUNCTION evalcore_count_sessions()",
@@ -294,25 +298,14 @@ _TAG_COUNTS = [
     # (0009's function, and the tags: the same trigger calls it)
     "CREATE OR REPLACE FUNCTION evalcore_count_sessions() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
     "IF TG_OP = 'DELETE' THEN "
-    + COUNT_ADD.format(
-        rows=f"SELECT dataset_id, status, {COUNTED_ASSISTANT.format(p='')}, has_truth, -count(*) FROM old_rows "
-        "WHERE EXISTS (SELECT 1 FROM datasets d WHERE d.id = old_rows.dataset_id) "
-        "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
-    )
+    + _COUNT_GONE
     + "; "
     + TAG_ADD.format(
         rows=f"SELECT o.dataset_id, t.tag, -count(*) FROM old_rows o, {TAGS_OF.format(p='o.')} "
         "WHERE EXISTS (SELECT 1 FROM datasets d WHERE d.id = o.dataset_id) GROUP BY 1, 2 ORDER BY 1, 2"
     )
     + "; ELSE "
-    + COUNT_ADD.format(
-        rows="SELECT k.dataset_id, k.status, k.assistant, k.has_truth, sum(k.d) FROM ("
-        f"SELECT o.dataset_id, o.status, {COUNTED_ASSISTANT.format(p='o.')} AS assistant, o.has_truth, -1 AS d "
-        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED} UNION ALL "
-        f"SELECT w.dataset_id, w.status, {COUNTED_ASSISTANT.format(p='w.')}, w.has_truth, 1 "
-        f"FROM old_rows o JOIN new_rows w ON w.id = o.id WHERE {_CHANGED}"
-        ") k GROUP BY 1, 2, 3, 4 HAVING sum(k.d) <> 0 ORDER BY 1, 2, 3, 4"
-    )
+    + _COUNT_CHANGED
     + "; "
     + TAG_ADD.format(
         rows="SELECT k.dataset_id, k.tag, sum(k.d) FROM ("
