@@ -218,9 +218,9 @@ class Browsing:
     _matched: OrderedDict[tuple[Any, ...], int]  # a search's (dataset id, SQL, parameters) -> its matches the last time
 
     def _remember(self, searched: tuple[Any, ...], total: int) -> None:
-        matched = self._matched  # (each step one call: the app's threads share it)
-        matched[searched] = total
-        matched.move_to_end(searched)
+        matched = self._matched  # (each step one call, none failing if another thread steps between: they share it)
+        matched.pop(searched, None)
+        matched[searched] = total  # (the newest last)
         while len(matched) > _REMEMBERED:
             matched.popitem(last=False)
 
