@@ -41,7 +41,8 @@ now, PostgreSQL, before, now, ...), so that the machine's noise (2 shared CPUs) 
   statistics. Then one page of 50 sessions (``browse``) for several filters and sorts, deep pages, and full-text
   searches: the median of 20 runs, taken in 4 rounds of 5 in turns with the other configurations (a round: a
   fresh process runs every page once untimed, then 5 passes over all of them). Every page's match count, length
-  and order are checked against what the generator and the set-up wrote.
+  and order are checked against what the generator and the set-up wrote. Beside them, PostgreSQL's round trip
+  alone (``SELECT 1``, 1,000 times on a psycopg connection: the floor under any page of a client-server database).
 - 20 simulated reviewers at once on the 100,000 sessions: 20 processes, each with a store of its own, started
   together once all are connected, each for 25 s repeatedly opening one of the first 20 pages of one of four
   views (``browse``, 50 rows), reading one of its sessions (``store.sessions.get``) and saving a change to its
@@ -105,6 +106,7 @@ IMPORT_TARGET = 2.0  # ragas load time / evalcore import time
 QUERY_TARGET_MS = 100.0
 COST_TARGET = 1.05  # SQLite now / SQLite before, at most
 PG_TARGET = 1.5  # PostgreSQL page / SQLite page, at most
+ROUNDTRIPS = 1000  # PostgreSQL's SELECT 1, timed: the floor under any page
 COST_FLOOR_MS = 0.1  # a page this much slower than before or less passes (what 20 runs cannot tell apart)
 REVIEWERS = 20
 REVIEW_SECONDS = 25.0
@@ -590,6 +592,7 @@ class Browse:
     problems: dict[str, list[str]] = field(default_factory=dict)  # config -> query -> what is wrong
     setup: dict[str, dict[str, Any]] = field(default_factory=dict)  # config -> the set-up's result
     load: str = ""
+    roundtrip: dict[str, Any] | None = None  # PostgreSQL's SELECT 1 (median_ms, least_ms)
 
     def median(self, key: str, i: int) -> float:
         return statistics.median(self.times[key][i])
@@ -612,6 +615,9 @@ def time_browse(configs: list[Config], src: BenchFile, review: Review, imports: 
         )
     progress("browse: set up")
     browse.load = load_average()
+    for config in configs:
+        if config.key == "postgres":
+            browse.roundtrip = probe(config, imports.dbs[config.key][n], "roundtrip", runs=ROUNDTRIPS)
     for _ in range(QUERY_ROUNDS):
         for config in configs:
             result = probe(
@@ -893,6 +899,14 @@ def print_browse(configs: list[Config], browse: Browse, sessions: int, verdict: 
     cost, pg = ratio(ms.get("now"), ms.get("before")), ratio(ms.get("postgres"), ms.get("now"))
     line = f"{label:<56} {count:>8,} {cell(ms, 'before')} {cell(ms, 'now')} {shown(cost):>7} "
     print(f"{line}{cell(ms, 'postgres')} {shown(pg):>7}  (no target)")
+    if browse.roundtrip is not None and "now" in keys:
+        fastest = min(range(len(browse.queries)), key=lambda i: browse.median("now", i))
+        print(
+            f"PostgreSQL's round trip alone (SELECT 1 on a connection of its own, psycopg, median of {ROUNDTRIPS:,}; "
+            f"least {browse.roundtrip['least_ms']:.3f}): {browse.roundtrip['median_ms']:.3f} ms, the floor under any "
+            f"page; SQLite's fastest page ({browse.queries[fastest].label}) {browse.median('now', fastest):.2f} ms, "
+            f"{PG_TARGET:g}x of it {PG_TARGET * browse.median('now', fastest):.2f} ms"
+        )
 
 
 def within_cost(now: float, before: float) -> bool:

@@ -24,6 +24,8 @@ Actions (``JSON`` holds their arguments, or ``@FILE`` names a file holding them)
   ``seconds`` repeatedly opens a page of 50, reads one of its sessions and saves a change to its reference
   (retrying on ``ConflictError``), with no pause (``pace`` 0) or starting a round every ``pace`` seconds; the
   latency of each page, read and save.
+- ``roundtrip`` (PostgreSQL): ``SELECT 1`` ``runs`` times over a psycopg connection of its own: the median and the
+  least, the floor under any page.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -286,7 +289,24 @@ def do_reviewer(api: Api, args: dict[str, Any]) -> None:
     )  # fmt: skip
 
 
+def do_roundtrip(api: Api, args: dict[str, Any]) -> None:
+    """PostgreSQL's floor: ``SELECT 1`` over a connection of its own (psycopg, no evalcore), ``runs`` times after
+    100 untimed; the median and the least, in ms. What no page of a client-server database can take less than."""
+    import psycopg
+
+    with psycopg.connect(api.url, autocommit=True) as conn:
+        for _ in range(100):
+            conn.execute("SELECT 1").fetchall()
+        times = []
+        for _ in range(args["runs"]):
+            start = time.perf_counter()
+            conn.execute("SELECT 1").fetchall()
+            times.append((time.perf_counter() - start) * 1000)
+    result(median_ms=statistics.median(times), least_ms=min(times))
+
+
 ACTIONS: dict[str, Callable[[Api, dict[str, Any]], None]] = {
+    "roundtrip": do_roundtrip,
     "import": do_import,
     "export": do_export,
     "setup": do_setup,
