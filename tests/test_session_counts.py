@@ -284,3 +284,20 @@ def test_a_page_says_which_sessions_share_their_id(store: Store, tmp_path: Path)
     assert [s.shared for s in page.items] == [True, True, False]
     assert [s.link for s in page.items] == [store.sessions.get(s.pk).link for s in page.items]
     assert len({s.link for s in page.items}) == 3
+
+
+def test_a_reimport_keeps_the_reviewers_status_and_tags(store: Store, tmp_path: Path) -> None:
+    """A changed conversation imported again replaces the stored one; its status and tags stay as reviewers left
+    them (the README's import section), and so do their counts."""
+    ann = as_user(store, "ann")
+    import_file(ann, write_jsonl(tmp_path / "a.jsonl", _sessions(20)), "d")
+    pk = store.sessions.pks("d")[11]
+    before = store.sessions.get(pk).session
+    again = _sessions(20)
+    again[11].update(tags=["from the file"], status="flagged")
+    again[11]["messages"][1]["content"] = "a new answer"
+    assert import_file(ann, write_jsonl(tmp_path / "b.jsonl", again), "d").updated == 1
+    after = store.sessions.get(pk).session
+    assert after.messages[1].content == "a new answer"
+    assert (after.tags, after.status) == (before.tags, before.status) != (["from the file"], "flagged")
+    _check(store, "d")
