@@ -38,8 +38,8 @@ def _table(name: str, key: str, columns: str) -> _Table:
     return _Table(name, tuple(key.split()), tuple(columns.split()))
 
 
-#: Every table of the store, parents before children, with its columns (the same on both engines; the
-#: PostgreSQL-only ``search_tsv`` and ``system_tsv`` are generated from ``search_text`` and ``system_text``).
+#: Every table of the store, parents before children, with its columns (the same on both engines; PostgreSQL's
+#: ``session_search``, ``session_counts`` and ``tag_counts`` are kept by its triggers and ``after_copy``).
 TABLES: tuple[_Table, ...] = (
     _table("users", "id", "id iss sub email name role disabled provider created_at created_by last_seen_at"),
     _table("datasets", "id", "id name description created_at last_import_at last_import_source guidelines"),

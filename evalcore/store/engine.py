@@ -165,6 +165,11 @@ class Engine(ABC):
         every match, and the page of a rare search walks the sort's index past thousands that do not match."""
         return None
 
+    def search_count(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
+        """A statement counting the sessions of dataset ``dataset_id`` a search (and nothing else) matches, and its
+        parameters; None where the engine counts them as any filter (SQLite: its full-text index joined)."""
+        return None
+
     @abstractmethod
     def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
         """SQL (over ``sessions s``) true for the sessions whose text has every word of ``text``

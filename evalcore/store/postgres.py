@@ -500,16 +500,26 @@ class PostgresEngine(Engine):
     # -- what PostgreSQL says its own way ------------------------------------------------------------
 
     def search_clause(self, text: str, *, system: bool = False) -> tuple[str, list[Any]]:
+        words, values = self._search_words(text, system=system)
+        return f"EXISTS (SELECT 1 FROM session_search x WHERE x.session_pk = s.id AND {words})", values
+
+    @staticmethod
+    def _search_words(text: str, *, system: bool) -> tuple[str, list[Any]]:
+        """The search's condition on ``session_search x`` (migration 0011), and its parameters."""
         found = search.terms(text)
         if not found:
             raise UsageError(f"the search {text!r} has no word to look for")
         if not system:
-            return "s.search_tsv @@ CAST(? AS tsquery)", [search.tsquery(found)]
+            return "x.search_tsv @@ CAST(? AS tsquery)", [search.tsquery(found)]
         # Each word in the conversation's words or the system prompt's (the two documents hold different words):
         # both GIN indexes answer it, combined word by word.
-        either = "(s.search_tsv @@ CAST(? AS tsquery) OR s.system_tsv @@ CAST(? AS tsquery))"
+        either = "(x.search_tsv @@ CAST(? AS tsquery) OR x.system_tsv @@ CAST(? AS tsquery))"
         words = [search.tsquery([term]) for term in found]
         return "(" + " AND ".join([either] * len(words)) + ")", [w for word in words for w in (word, word)]
+
+    def search_count(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
+        words, values = self._search_words(text, system=system)
+        return f"SELECT count(*) FROM session_search x WHERE x.dataset_id = ? AND {words}", [dataset_id, *values]
 
     def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
         return search.documents(search_text, system_text)

@@ -154,8 +154,15 @@ def _counted(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, li
 def _count_statement(
     engine: Engine, dataset_id: int, f: SessionFilter, body: str, args: list[Any]
 ) -> tuple[str, list[Any]]:
-    """The statement counting the sessions of ``_query``'s ``body`` (the kept counts where they say it)."""
-    return _counted(engine, dataset_id, f) or (f"SELECT count(*) {body}", args)
+    """The statement counting the sessions of ``_query``'s ``body`` (the kept counts where they say it, the
+    engine's own count of a search alone where it has one)."""
+    alone = (
+        f.search is not None
+        and f.search.strip()
+        and f == SessionFilter(search=f.search, search_system_prompt=f.search_system_prompt)
+    )
+    searched = engine.search_count(dataset_id, f.search or "", system=f.search_system_prompt) if alone else None
+    return _counted(engine, dataset_id, f) or searched or (f"SELECT count(*) {body}", args)
 
 
 @dataclass(frozen=True)
