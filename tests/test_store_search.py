@@ -16,6 +16,7 @@ from formats_util import write_jsonl
 
 from evalcore.importing import import_file
 from evalcore.store import Store, open_store
+from evalcore.store.copy import copy_store
 from evalcore.store.migrations import MIGRATIONS, SEARCH_REINDEX
 from evalcore.store.queries import SessionFilter
 from evalcore.store.rows import ROW_COLUMNS, row_for
@@ -96,6 +97,40 @@ def test_a_save_and_a_reimport_index_the_new_texts(searched: Store, tmp_path: Pa
     assert _hits(searched, "penguins") == []
     assert _hits(searched, "penguins", system=True) == ["s1"]
     assert _hits(searched, "quokka") == ["s1"]  # the reviewer's reference is still laid over it
+    _same_words(searched)
+
+
+def _same_words(store: Store) -> None:
+    """PostgreSQL: its search table holds every session's words as its texts say them, no more, no less."""
+    if store.kind != "postgresql":
+        return
+    kept = query(store, "SELECT session_pk, dataset_id, search_tsv, system_tsv FROM session_search ORDER BY 1")
+    texts = query(
+        store,
+        "SELECT id, dataset_id, array_to_tsvector(string_to_array(search_text, ' ')), "
+        "array_to_tsvector(string_to_array(system_text, ' ')) FROM sessions ORDER BY 1",
+    )
+    assert kept == texts and kept
+
+
+def test_the_search_table_follows_every_change(store: Store, tmp_path: Path, pg_cluster: Any) -> None:
+    """Imports, saves, bulk changes, a deleted dataset, a copy: what is searched is what the sessions say."""
+    ann = as_user(store, "ann")
+    import_file(ann, write_jsonl(tmp_path / "a.jsonl", [_session(n) for n in range(6)]), "d")
+    import_file(ann, write_jsonl(tmp_path / "b.jsonl", [_session(9)]), "other")
+    _same_words(store)
+    pks = store.sessions.pks("d")
+    ann.sessions.save(pks[0], {"reference": "an albatross"}, base_version=1)
+    ann.sessions.set_status_many(pks[1:4], "approved")
+    assert _hits(store, "albatross") == ["s0"]
+    _same_words(store)
+    ann.datasets.delete("other", confirm="other")
+    _same_words(store)
+    other = str(tmp_path / "copy.db") if store.kind == "postgresql" else pg_cluster.new_database()
+    with open_store(other) as copied:
+        copy_store(store, copied)
+        assert _hits(copied, "albatross") == ["s0"]
+        _same_words(copied)
 
 
 def test_postgresql_keeps_the_two_documents_apart_and_within_a_tsvector() -> None:
