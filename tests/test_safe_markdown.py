@@ -29,6 +29,7 @@ def markdown_of(text: str) -> str:
 
 def active(markdown: str) -> list[str]:
     """What in ``markdown`` would be more than bold, italic, a code span, a list or a line break."""
+    markdown = re.sub(r"\\\\", "\x00", markdown)  # (an escaped backslash: a backtick after it may open a span)
     found = []
     for _fence, code in _SPAN.findall(markdown):
         if re.search(r":(?=material/|[\w+-]+:)", code):
