@@ -73,8 +73,9 @@ def edits_of(server: Server, dataset: str, key: str) -> list[tuple[Any, ...]]:
 
 def test_upload_with_a_broken_line(server: Server, new_page: NewPage) -> None:
     good = ragas_lines()
-    # Big enough that the import runs for a moment (its progress shows), with one broken line: line 3.
-    lines = [good[n % len(good)] for n in range(3000)]
+    # Big enough that the import runs for a while (its progress shows: 3,000 lines once ended before the page drew
+    # its bar, on a loaded machine), with one broken line: line 3.
+    lines = [good[n % len(good)] for n in range(12_000)]
     lines.insert(2, '{"user_input": [{"content": "cut off here", "type": "human"}')
     upload = server.folder / "support-chats.jsonl"
     upload.write_text("\n".join(lines) + "\n")
@@ -92,7 +93,7 @@ def test_upload_with_a_broken_line(server: Server, new_page: NewPage) -> None:
     page.get_by_role("button", name="Import", exact=True).click()
     problems = page.locator('[data-testid="stExpander"]').filter(has_text=re.compile(r"1 problems?, by line"))
     expect(problems).to_be_visible(timeout=60_000)
-    expect(alert(page, re.compile(r"3,?000 sessions stored \(3,?000 new"))).to_be_visible()
+    expect(alert(page, re.compile(r"12,?000 sessions stored \(12,?000 new"))).to_be_visible()
     expect(page.locator('[data-testid="stProgress"]')).to_have_count(0)
     progress = page.evaluate("window.__progress")
     assert any("support-chats.jsonl" in text and "bytes read" in text for text in progress), progress
@@ -107,10 +108,10 @@ def test_upload_with_a_broken_line(server: Server, new_page: NewPage) -> None:
 
     page.get_by_role("link", name="Sessions").click()
     expect(heading(page)).to_have_text("Sessions")
-    expect(page.get_by_text(re.compile(r"of 3,000 sessions"))).to_be_visible()
-    assert dataset_count(server, "support-chats") == 3000
+    expect(page.get_by_text(re.compile(r"of 12,000 sessions"))).to_be_visible()
+    assert dataset_count(server, "support-chats") == 12_000
     keys = {k for (k,) in server.rows("SELECT key FROM sessions WHERE key LIKE 'pos:support-chats.jsonl:%'")}
-    assert len(keys) == 3000 and "pos:support-chats.jsonl:2" not in keys  # the broken line (index 2) is not in
+    assert len(keys) == 12_000 and "pos:support-chats.jsonl:2" not in keys  # the broken line (index 2) is not in
 
 
 def test_open_a_session_from_the_sessions_table(server: Server, new_page: NewPage) -> None:
