@@ -158,16 +158,19 @@ class Engine(ABC):
         the offset, then reads their rows)."""
         return f"SELECT {columns} {body} ORDER BY {order} LIMIT ? OFFSET ?"
 
-    def page_counted(self, columns: str, body: str, order: str, sort_column: str) -> str | None:
-        """``page``, its rows ending with how many sessions ``body`` matches in all, the matches found once for both;
-        None where the engine has no such statement (SQLite: its full-text index gives a search's matches in order,
-        a page reads the first of them). PostgreSQL's index gives them unordered: a page and its count each read
-        every match, and the page of a rare search walks the sort's index past thousands that do not match."""
+    def page_counted(self, columns: str, matches: str, order: str) -> str | None:
+        """A page of the sessions ``matches`` selects (a SELECT of their ``id`` and every column ``order`` reads,
+        read as ``s``), its rows ending with how many it selects in all: the matches found once for both. Its
+        parameters: ``matches``' then ``LIMIT ? OFFSET ?``'s. None where the engine has no such statement (SQLite:
+        its full-text index gives a search's matches in order, a page reads the first of them). PostgreSQL's index
+        gives them unordered: a page and its count each read every match, and the page of a rare search walks the
+        sort's index past thousands that do not match."""
         return None
 
-    def search_count(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
-        """A statement counting the sessions of dataset ``dataset_id`` a search (and nothing else) matches, and its
-        parameters; None where the engine counts them as any filter (SQLite: its full-text index joined)."""
+    def search_matches(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
+        """A statement selecting the ids (as ``id``) of the sessions of dataset ``dataset_id`` a search (and nothing
+        else) matches, in no order, and its parameters; None where the engine finds them as any filter's (SQLite:
+        its full-text index joined)."""
         return None
 
     @abstractmethod

@@ -517,9 +517,11 @@ class PostgresEngine(Engine):
         words = [search.tsquery([term]) for term in found]
         return "(" + " AND ".join([either] * len(words)) + ")", [w for word in words for w in (word, word)]
 
-    def search_count(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
+    def search_matches(self, dataset_id: int, text: str, *, system: bool = False) -> tuple[str, list[Any]] | None:
+        # (the narrow table alone: counted, or a page in import order found, without a row of ``sessions`` read)
         words, values = self._search_words(text, system=system)
-        return f"SELECT count(*) FROM session_search x WHERE x.dataset_id = ? AND {words}", [dataset_id, *values]
+        matches = f"SELECT x.session_pk AS id FROM session_search x WHERE x.dataset_id = ? AND {words}"
+        return matches, [dataset_id, *values]
 
     def search_documents(self, search_text: str, system_text: str) -> tuple[str, str]:
         return search.documents(search_text, system_text)
@@ -536,12 +538,9 @@ class PostgresEngine(Engine):
             f"ORDER BY {order}"
         )
 
-    def page_counted(self, columns: str, body: str, order: str, sort_column: str) -> str | None:
-        if not body.startswith("FROM sessions s WHERE "):
-            return None
-        kept = ", ".join(dict.fromkeys(["s.id", sort_column]))  # (what ``order`` reads, as ``m s``)
+    def page_counted(self, columns: str, matches: str, order: str) -> str | None:
         return (
-            f"WITH m AS MATERIALIZED (SELECT {kept} {body}) SELECT {columns}, (SELECT count(*) FROM m) "
+            f"WITH m AS MATERIALIZED ({matches}) SELECT {columns}, (SELECT count(*) FROM m) "
             f"FROM sessions s WHERE s.id IN (SELECT s.id FROM m s ORDER BY {order} LIMIT ? OFFSET ?) ORDER BY {order}"
         )
 

@@ -73,6 +73,18 @@ class SessionFilter:
         """The filter's set fields, for a manifest."""
         return {k: v for k, v in asdict(self).items() if v not in (None, []) and (k != "search_system_prompt" or v)}
 
+    @property
+    def searching(self) -> bool:
+        """Whether the filter has a search (a blank one looks for nothing)."""
+        return self.search is not None and bool(self.search.strip())
+
+    @property
+    def search_alone(self) -> bool:
+        """Whether a search is all the filter asks."""
+        return self.searching and self == SessionFilter(
+            search=self.search, search_system_prompt=self.search_system_prompt
+        )
+
 
 @dataclass
 class Page:
@@ -113,7 +125,7 @@ def _query(engine: Engine, dataset_id: int, f: SessionFilter, *, with_score: boo
     if f.has_truth is not None:
         where.append("s.has_truth = ?")
         args.append(int(f.has_truth))
-    if f.search is not None and f.search.strip():
+    if f.search is not None and f.searching:
         clause, values = engine.search_clause(f.search, system=f.search_system_prompt)
         where.append(clause)
         args += values
@@ -130,7 +142,7 @@ def _counted(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, li
     """How many sessions ``f`` matches, read from the counts the database keeps (``engine.keeps_counts``), when
     ``f`` asks only what they are counted by (status, assistant, ground truth; or one tag alone); else None (count
     them)."""
-    if not engine.keeps_counts or len(f.tags) > 1 or (f.search is not None and f.search.strip()):
+    if not engine.keeps_counts or len(f.tags) > 1 or f.searching:
         return None
     if f.run_id is not None or f.metric is not None or f.min_score is not None or f.max_score is not None:
         return None
@@ -156,13 +168,17 @@ def _count_statement(
 ) -> tuple[str, list[Any]]:
     """The statement counting the sessions of ``_query``'s ``body`` (the kept counts where they say it, the
     engine's own count of a search alone where it has one)."""
-    alone = (
-        f.search is not None
-        and f.search.strip()
-        and f == SessionFilter(search=f.search, search_system_prompt=f.search_system_prompt)
-    )
-    searched = engine.search_count(dataset_id, f.search or "", system=f.search_system_prompt) if alone else None
+    matches = _search_matches(engine, dataset_id, f)
+    searched = (f"SELECT count(*) FROM ({matches[0]}) m", matches[1]) if matches is not None else None
     return _counted(engine, dataset_id, f) or searched or (f"SELECT count(*) {body}", args)
+
+
+def _search_matches(engine: Engine, dataset_id: int, f: SessionFilter) -> tuple[str, list[Any]] | None:
+    """The engine's own statement selecting the ids of the sessions ``f`` matches (as ``id``) when ``f`` is a search
+    alone and the engine has one (``Engine.search_matches``); else None."""
+    if f.search is None or not f.search_alone:
+        return None
+    return engine.search_matches(dataset_id, f.search, system=f.search_system_prompt)
 
 
 @dataclass(frozen=True)
@@ -269,7 +285,7 @@ class Browsing:
             dataset_id = datasets.id_of(dataset, fresh=fresh)  # (the id this process knows: checked below)
             body, args = _query(self._engine, dataset_id, f, with_score=sort == "score")
             counted = _count_statement(self._engine, dataset_id, f, body, args)
-            searched = (dataset_id, body, *args) if f.search is not None and f.search.strip() else None
+            searched = (dataset_id, body, *args) if f.searching else None
             score = "sc.value" if "JOIN scores" in body else "NULL"
             columns = (
                 "s.id, s.session_id, s.assistant_id, s.title, s.status, s.tags, s.n_turns, s.n_messages, "
@@ -280,10 +296,15 @@ class Browsing:
             last = self._matched.get(searched) if searched is not None else None  # (its matches the last time)
             ending = last is not None and last < offset + limit  # (then the search's last page: no count sent)
             once = None  # (a search that matched few: the page's rows end with its count)
-            if last is not None and not ending and last < FOUND_ONCE_BELOW:
-                once = self._engine.page_counted(columns, body, order, SORTS[sort])
+            if last is not None and not ending and last < FOUND_ONCE_BELOW and score == "NULL":
+                # Its matches, with what the order reads; in import order, a search alone's are the engine's own.
+                alone = _search_matches(self._engine, dataset_id, f) if sort == "order" else None
+                kept = ", ".join(dict.fromkeys(["s.id", SORTS[sort]]))
+                matches, matched_args = alone or (f"SELECT {kept} {body}", args)
+                found = self._engine.page_counted(columns, matches, order)
+                once = (found, [*matched_args, limit, offset]) if found is not None else None
             statements = [
-                (once or self._engine.page(columns, body, order, deep=offset >= DEEP), [*args, limit, offset]),
+                once or (self._engine.page(columns, body, order, deep=offset >= DEEP), [*args, limit, offset]),
                 ("SELECT name FROM datasets WHERE id = ?", [dataset_id]),
             ]
             if self._engine.speculates and once is None and not ending:  # (the count with the page: one round trip)
