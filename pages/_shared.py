@@ -20,10 +20,11 @@ from evalcore.samples import ensure_samples
 from evalcore.store import Store, default_db_path, open_store
 from evalcore.store.access import Action, User
 from evalcore.store.queries import SessionFilter
+from evalcore.store.runs import Run
 from evalcore.store.store import is_postgres, sqlite_path
 from evalcore.store.users import LOCAL
 from evalcore.views.table import labels, records
-from evalcore.views.text import literal_message, literal_name
+from evalcore.views.text import literal_message, literal_name, visible
 
 ROOT = Path(__file__).resolve().parent.parent
 log = logging.getLogger("evalcore.app")
@@ -280,11 +281,26 @@ SESSION_FILTERS: dict[str, Any] = {
 
 def show_sessions(**wanted: Any) -> None:
     """Go to Sessions filtered by ``wanted`` (its widget keys without ``f_``: ``run``, ``metric``, ``min``,
-    ``max``, ``assistant``...), every other filter cleared: a drill-down from a chart."""
+    ``max``, ``assistant``...), every other filter cleared: a drill-down from a chart. The filters go in the
+    address too, as the Sessions page's widgets name them there (``bind``): the list is a link, and a reload keeps
+    it. (The address is given whole: Streamlit refuses to clear one whose parameters a widget of this page binds.)"""
+    address: dict[str, str] = {"dataset": dataset() or ""}
     for key, empty in SESSION_FILTERS.items():
-        st.session_state[key] = wanted.get(key[2:], empty)
+        value = st.session_state[key] = wanted.get(key[2:], empty)
+        if value != empty:
+            address[key] = _in_address(value)
     st.session_state["page_number"] = 1
-    st.switch_page(PAGES["sessions"])
+    st.switch_page(PAGES["sessions"], query_params=address)
+
+
+def _in_address(value: Any) -> str:
+    """A filter's value as the Sessions page's widget shows it, and so names it in the address: a run by its label,
+    a number as a number, a name as ``visible`` shows it."""
+    if isinstance(value, Run):
+        return visible(value.label)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(float(value))
+    return visible(str(value))
 
 
 @st.fragment(run_every=0.5)

@@ -91,6 +91,36 @@ def test_dashboard_charts_and_a_bar_down_to_its_sessions(
     shot(page, "dashboard-drilldown-sessions")
 
 
+def test_a_bar_of_a_chosen_run_down_to_its_sessions_in_the_address(
+    server: Server, new_page: NewPage, scored: dict[str, Any]
+) -> None:
+    """Another run than the newest chosen (a parameter of the address a widget binds): its bar still opens Sessions
+    (Streamlit refused to clear that address: "Something went wrong"), and the list is in the address: a reload
+    shows the same sessions."""
+    page = new_page("/dashboard?dataset=dash")
+    runs = page.locator('[data-testid="stSelectbox"]').filter(has_text="Run").first
+    runs.click()
+    page.get_by_role("option", name=re.compile(rf"^#{scored['first']} ")).click()
+    settle(page)
+    expect(page).to_have_url(re.compile(r"dash_run="))
+    with open_store(server.db) as store:
+        from evalcore.views.dashboard import distribution
+
+        d = distribution(store, scored["first"], "tool_call_f1")
+    lowest = min(i for i, b in enumerate(d.bins) if b.count)
+    _click_bar(page, 0, lowest)
+    expect(page).to_have_url(re.compile(r"/sessions\?.*f_run="))
+    settle(page)
+    listed = page.get_by_text(re.compile(rf"of {d.bins[lowest].count:,} sessions\."))
+    expect(listed).to_be_visible()
+    expect(page.get_by_text("Something went wrong")).to_have_count(0)
+    for name in ("f_min", "f_max"):  # (the metric is the run's first: a widget's default is not in the address)
+        assert f"{name}=" in page.url, page.url
+    page.reload()
+    settle(page)
+    expect(listed).to_be_visible()  # the same list from the address alone
+
+
 def test_two_runs_compared_and_a_cell_opened_in_review(
     server: Server, new_page: NewPage, scored: dict[str, Any]
 ) -> None:
