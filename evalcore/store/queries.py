@@ -228,6 +228,10 @@ def _order(column: str, direction: str) -> str:
 #: (a page of 50 is found after a few hundred sessions), and its count is a statement of its own. A page that was
 #: the search's last the last time (``offset + limit`` beyond its matches) is asked alone: its rows are the count.
 FOUND_ONCE_BELOW = 5000
+#: The columns of a page's rows (``Browsing.browse``); PostgreSQL's rows say more after them.
+_COLUMNS = 17
+#: The dataset's name, by its id: the id this process read before still names the dataset asked.
+_NAMED = "SELECT name FROM datasets WHERE id = ?"
 #: An offset from which a page is deep (``Engine.page``).
 DEEP = 1000
 _REMEMBERED = 512  # searches whose number of matches is remembered (the oldest forgotten first)
@@ -295,30 +299,38 @@ class Browsing:
             )
             last = self._matched.get(searched) if searched is not None else None  # (its matches the last time)
             ending = last is not None and last < offset + limit  # (then the search's last page: no count sent)
+            finding_once = last is not None and not ending and last < FOUND_ONCE_BELOW and score == "NULL"
+            said: list[Any] = []  # (PostgreSQL: the parameters of what each row says beyond the page's columns)
+            if self._engine.speculates:  # the dataset's name and the count in the page's rows: one statement
+                columns += f", ({_NAMED})"
+                said.append(dataset_id)
+                if not finding_once and not ending:
+                    columns += f", ({counted[0]})"
+                    said += counted[1]
             once = None  # (a search that matched few: the page's rows end with its count)
-            if last is not None and not ending and last < FOUND_ONCE_BELOW and score == "NULL":
+            if finding_once:
                 # Its matches, with what the order reads; in import order, a search alone's are the engine's own.
                 alone = _search_matches(self._engine, dataset_id, f) if sort == "order" else None
                 kept = ", ".join(dict.fromkeys(["s.id", SORTS[sort]]))
                 matches, matched_args = alone or (f"SELECT {kept} {body}", args)
                 found = self._engine.page_counted(columns, matches, order)
-                once = (found, [*matched_args, limit, offset]) if found is not None else None
-            statements = [
-                once or (self._engine.page(columns, body, order, deep=offset >= DEEP), [*args, limit, offset]),
-                ("SELECT name FROM datasets WHERE id = ?", [dataset_id]),
-            ]
-            if self._engine.speculates and once is None and not ending:  # (the count with the page: one round trip)
-                statements.append(counted)
+                once = (found, [*matched_args, *said, limit, offset]) if found is not None else None
+            page = once or (self._engine.page(columns, body, order, deep=offset >= DEEP), [*said, *args, limit, offset])
             with self._engine.read() as conn:
-                rows, named, *total_row = self._engine.run_all(conn, statements)
+                if self._engine.speculates:
+                    rows = conn.execute(*page).fetchall()
+                    in_rows = [r[_COLUMNS:] for r in rows[:1]]  # (the name, then the count when it was asked)
+                    rows = [r[:_COLUMNS] for r in rows]
+                    named = [in_rows[0][:1]] if rows else conn.execute(_NAMED, [dataset_id]).fetchall()
+                else:
+                    rows, named = self._engine.run_all(conn, [page, (_NAMED, [dataset_id])])
+                    in_rows = []
                 if named != [(dataset,)] and not fresh:  # renamed or deleted since this process read its id
                     continue
-                if once is not None and rows:
-                    total, rows = rows[0][-1], [r[:-1] for r in rows]
-                elif 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
+                if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
                     total = offset + len(rows)  # the last page: the count is known without counting
-                elif total_row:
-                    total = total_row[0][0][0]
+                elif in_rows and len(in_rows[0]) > 1:
+                    total = in_rows[0][1]
                 else:
                     total = conn.execute(*counted).fetchone()[0]
                 if not self._engine.speculates:  # (SQLite would say it of every row it sorts)
