@@ -9,8 +9,8 @@ from evalcore.errors import EvalcoreError
 from evalcore.schema import STATUSES
 from evalcore.store.queries import SORTS
 from evalcore.views.review.tables import session_label
-from evalcore.views.sessions import page_filter, sessions_table
-from evalcore.views.text import escape_inline, literal_message, literal_name, visible
+from evalcore.views.sessions import no_match, page_filter, sessions_table
+from evalcore.views.text import escape_inline, literal_message, literal_name, plural, visible
 from pages import _shared
 
 _shared.frame_first()
@@ -101,10 +101,13 @@ if number > pages:
     st.session_state["page_number"] = number = pages
 
 first = (number - 1) * size + 1 if table.total else 0
-st.caption(
-    f"{first:,}–{first + len(table.rows) - 1 if table.rows else 0:,} of **{table.total:,}** sessions. "
-    "Click a cell to open its session in Review; tick rows to change them together."
-)
+if table.total:
+    st.caption(
+        f"{first:,}–{first + len(table.rows) - 1 if table.rows else 0:,} of **{table.total:,}** sessions. "
+        "Click a cell to open its session in Review; tick rows to change them together."
+    )
+else:  # (what a person typed is quoted: shown as text)
+    st.info(literal_message(no_match(filters)), icon=":material/search_off:")
 config = {
     "status": st.column_config.TextColumn(width="small"),
     "id": st.column_config.TextColumn(width="medium"),
@@ -144,20 +147,24 @@ with st.container(horizontal=True, vertical_alignment="bottom", key="pager"):
         "Rows per page", [25, 50, 100, 200], index=1, key="page_size", persist_state="session", on_change=reset_page,
         width=140,
     )  # fmt: skip
+# Its place is kept when no row or several are ticked: an element coming and going above the panel below would
+# close the panel at every tick.
+opener = st.empty()
 if len(selected) == 1:
     i = table.pks.index(selected[0])
     label = f"Open {escape_inline(session_label(table.refs[i]))} in Review"  # a button's label is Markdown
-    if st.button(label, icon=":material/open_in_new:", key="open_selected"):
+    if opener.button(label, icon=":material/open_in_new:", key="open_selected"):
         _shared.open_session(table.refs[i])
 
 # -- bulk changes -------------------------------------------------------------------------------
-with st.expander("Change many sessions at once", icon=":material/checklist:"):
+with st.expander("Change many sessions at once", icon=":material/checklist:", key="bulk"):
     author = _shared.need_reviewer()
+    # Its choices' words stay the same whatever is ticked (the browser forgot the choice when they changed); the
+    # numbers are on the button and the confirmation.
     scope = st.radio(
         "Which sessions",
         ["selected", "filter"],
-        format_func=lambda v: f"the {len(selected)} ticked rows" if v == "selected"
-        else f"all {table.total:,} sessions this filter matches",
+        format_func=lambda v: "the ticked rows" if v == "selected" else "every session this filter matches",
         horizontal=True,
         key="bulk_scope",
     )  # fmt: skip
@@ -170,7 +177,7 @@ with st.expander("Change many sessions at once", icon=":material/checklist:"):
     count = len(selected) if scope == "selected" else table.total
     confirmed = scope == "selected" or b[2].checkbox(f"Yes, change {count:,}", key="bulk_confirm")
     ready = bool(author and count and value and confirmed)
-    if b[3].button(f"Apply to {count:,} sessions", disabled=not ready, type="primary", key="bulk_apply"):
+    if b[3].button(f"Apply to {plural(count, 'session')}", disabled=not ready, type="primary", key="bulk_apply"):
         assert author is not None
         with _shared.saving("The change"):
             pks = selected if scope == "selected" else store.sessions.matching(dataset, filters)
@@ -180,7 +187,7 @@ with st.expander("Change many sessions at once", icon=":material/checklist:"):
                 changed = store.sessions.tag_many(pks, add=[value])
             else:
                 changed = store.sessions.tag_many(pks, remove=[value])
-            st.session_state["bulk_done"] = f"{changed:,} sessions changed."
+            st.session_state["bulk_done"] = f"{plural(changed, 'session')} changed."
             st.rerun()
     if "bulk_done" in st.session_state:
         st.success(st.session_state.pop("bulk_done"))

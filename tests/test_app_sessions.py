@@ -40,6 +40,8 @@ def _sessions(**query: str) -> AppTest:
 
 
 def _total(at: AppTest) -> int:
+    if any(t.startswith("No session") for t in texts(at, "info")):  # (said instead of the count)
+        return 0
     [caption] = [c for c in texts(at, "caption") if " sessions. Click a cell" in c]
     match = re.search(r"of \*\*([\d,]+)\*\* sessions", caption)
     assert match, caption
@@ -108,6 +110,8 @@ def test_search_leaves_the_system_prompt_out_unless_ticked(db: Path, store: Stor
     at.text_input(key="f_search").input("vouchers")
     run(at)
     assert _total(at) == 0
+    [said] = [t for t in texts(at, "info") if t.startswith("No session")]
+    assert "every word of “vouchers” (the system prompt is searched only when ticked)" in said.replace("\\", "")
     at.checkbox(key="f_search_system").check()
     run(at)
     assert _total(at) == 4
@@ -267,6 +271,34 @@ def test_bulk_status_for_the_ticked_rows(db: Path, store: Store) -> None:
         assert [(e.field, e.new, e.author) for e in store.sessions.history(pk)] == [("status", "rejected", "ann")]
     assert store.sessions.count("shop", SessionFilter(status=["rejected"])) == 3
     assert list(at.dataframe(key="sessions_table").value["status"][8:11]) == ["rejected"] * 3
+
+
+def test_one_ticked_row_and_one_session_are_said_in_the_singular(db: Path, store: Store) -> None:
+    at = _sessions()
+    person(at, "ann")
+    at.text_input(key="f_search").input("zebra")  # shop-07 alone
+    run(at)
+    _select(at, rows=[0])
+    run(at)
+    assert at.radio(key="bulk_scope").value == "selected"
+    at.selectbox(key="bulk_status").set_value("rejected")  # (none is)
+    run(at)
+    assert at.button(key="bulk_apply").label == "Apply to 1 session"
+    at.button(key="bulk_apply").click()
+    run(at)
+    assert "1 session changed." in texts(at, "success")
+
+
+def test_no_match_says_what_to_change(db: Path) -> None:
+    at = _sessions()
+    at.multiselect(key="f_status").set_value(["rejected"])  # (none is)
+    run(at)
+    [said] = [t for t in texts(at, "info") if t.startswith("No session")]  # (shown as text: punctuation escaped)
+    assert "No session matches these filters" in said and "clear one of them to see more" in said
+    at.text_input(key="f_search").input("zebra")
+    run(at)
+    assert any("the search “zebra” and the filters together" in t.replace("\\", "") for t in texts(at, "info"))
+    assert not [c for c in texts(at, "caption") if "Click a cell" in c]  # (no "0–0 of 0")
 
 
 def test_bulk_tag_for_the_ticked_rows(db: Path, store: Store) -> None:

@@ -77,6 +77,20 @@ def _whole(values: list[float | None]) -> bool:
     return bool(numbers) and all(float(v).is_integer() for v in numbers)
 
 
+def no_match(f: SessionFilter) -> str:
+    """What the Sessions page says when ``f`` matches no session: what was asked, and what to change."""
+    if not f.as_dict():
+        return "This dataset has no session yet: import some on the Datasets page."
+    if f.search_alone:
+        unticked = "" if f.search_system_prompt else " (the system prompt is searched only when ticked)"
+        return f"No session has every word of “{f.search}”{unticked}. Try fewer words, or word* for a word's beginning."
+    if f.searching:
+        return (
+            f"No session matches the search “{f.search}” and the filters together: clear a filter or change the words."
+        )
+    return "No session matches these filters: clear one of them to see more."
+
+
 def page_filter(
     *,
     status: list[str] | None = None,

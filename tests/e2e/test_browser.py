@@ -138,6 +138,26 @@ def test_open_a_session_from_the_sessions_table(server: Server, new_page: NewPag
     assert session_param(page) == refs[2]
 
 
+def test_the_bulk_panel_stays_open_while_rows_are_ticked(server: Server, new_page: NewPage) -> None:
+    """A labeler's finding: "Change many sessions at once" closed at every tick (the button opening one ticked row
+    came and went above it, and the panel was drawn anew)."""
+    refs = server.import_sessions("tick", ragas_lines(), "tick.jsonl")
+    page = new_page("/sessions?dataset=tick")
+    table = grid_with(page, "first question")
+    expect(cell(table, 2, 0)).to_have_text(session_label(refs[0]))
+    panel = page.locator("details").filter(has_text="Change many sessions at once")
+    panel.get_by_text("Change many sessions at once").click()
+    expect(panel.get_by_text("Which sessions")).to_be_visible()
+    ticked = panel.get_by_role("radio", name="the ticked rows")
+    for row, said in ((0, "Apply to 1 session"), (2, "Apply to 2 sessions"), (3, "Apply to 3 sessions")):
+        table.click(position=cell_point(row, 15))
+        expect(panel.get_by_role("button", name=said, exact=True)).to_be_visible()
+        settle(page)
+        assert panel.evaluate("e => e.open"), f"the panel closed after ticking row {row}"
+        expect(ticked).to_be_checked()  # (the choice stays: its words did not change)
+    shot(page, "sessions-bulk-ticked")
+
+
 def test_review_shows_tool_calls_with_arguments_and_results(server: Server, new_page: NewPage) -> None:
     refs = server.import_sessions("calls", ragas_lines()[:1], "calls.jsonl")
     page = new_page(review_path("calls", refs[0]))
