@@ -110,6 +110,31 @@ def test_missing_inputs_give_not_applicable_never_zero() -> None:
     assert result.status == "not_applicable"
 
 
+def test_the_sessions_reference_is_for_the_last_turn_the_assistant_answered() -> None:
+    """A labeler's finding: a τ-bench conversation ends with the user's "###STOP###" alone, so the session's
+    reference answer went to a turn with no answer and exact_match never applied (the Metrics page said it did)."""
+    messages = [
+        Message(role="user", content="Cancel my booking."),
+        Message(role="assistant", content="Which booking?"),
+        Message(role="user", content="ABC123."),
+        Message(role="assistant", content="Booking ABC123 is cancelled."),
+        Message(role="user", content="###STOP###"),
+    ]
+    session = Session(messages=messages, reference="Booking ABC123 is cancelled.")
+    *turns, whole = create_metric("exact_match").evaluate(session)
+    assert [(t.turn, t.value, t.not_applicable) for t in turns] == [
+        (0, None, "no reference answer for this turn"),
+        (1, 1.0, None),  # the final answer, against the session's reference
+        (2, None, "no reference answer for this turn"),
+    ]
+    assert whole.value == 1.0
+    ended = Session(messages=messages[:4], reference="Booking ABC123 is cancelled.")  # (no stop message)
+    assert [r.value for r in create_metric("exact_match").evaluate(ended)] == [None, 1.0, 1.0]
+    unanswered = Session(messages=[Message(role="user", content="Hello?")], reference="Hi.")
+    (turn, whole) = create_metric("exact_match").evaluate(unanswered)  # (no answer anywhere: the last turn, as before)
+    assert turn.not_applicable == "no assistant answer in this turn" and whole.status == "not_applicable"
+
+
 def test_turn_metrics_roll_up_with_gaussia_weights() -> None:
     session = Session(
         messages=[

@@ -8,7 +8,7 @@ gives a "not applicable: missing X" result, never a zero and never a crash.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -195,7 +195,8 @@ class Metric(BaseModel):
             if self.level == "session":
                 return [self.score_session(session)]
             turns = session.turns()
-            results = [self.score_turn(session, t, last=t.index == len(turns) - 1) for t in turns]
+            final = final_turn(turns)
+            results = [self.score_turn(session, t, last=t.index == final) for t in turns]
         except Exception as exc:  # errors are data: one bad session never stops a run
             return [self.result(None, error=f"{type(exc).__name__}: {exc}")]
         return [*results, self.roll_up(session, results)]
@@ -233,8 +234,9 @@ class Metric(BaseModel):
         if self.level == "session":
             return [await self._guarded(self.judge_session(session, judge), None, judge)]
         turns = session.turns()
+        final = final_turn(turns)
         results = [
-            await self._guarded(self.judge_turn(session, t, judge, last=t.index == len(turns) - 1), t.index, judge)
+            await self._guarded(self.judge_turn(session, t, judge, last=t.index == final), t.index, judge)
             for t in turns
         ]
         return [*results, _judged(self.roll_up(session, results), judge)]
@@ -452,6 +454,16 @@ def create_metric(spec: str | dict[str, Any] | Metric) -> Metric:
         error = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in error["loc"])
         raise UsageError(f"metric {cls.name}: {where}: {error['msg']}") from exc
+
+
+def final_turn(turns: Sequence[Turn]) -> int:
+    """The turn the session's own reference answer is for (``last`` of ``score_turn``): the last the assistant
+    answered — a conversation may end with the user's message alone (τ-bench's "###STOP###"), and a reference
+    answer given the session compares with its final answer — else the last."""
+    for turn in reversed(turns):
+        if turn.answer is not None:
+            return turn.index
+    return len(turns) - 1
 
 
 def _spec_value(value: Any) -> str:

@@ -1,7 +1,7 @@
 """String metrics as ragas defines them, per turn: the turn's answer against its reference.
 
-A turn's reference is its ground truth; the last turn also takes the session's reference
-answer when it has none of its own.
+A turn's reference is its ground truth; the last turn the assistant answered also takes the session's
+reference answer when it has none of its own (``base.final_turn``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from evalcore.schema import Session, Turn
 
 
 def turn_reference(session: Session, turn: Turn, *, last: bool) -> str | None:
-    """The reference answer of a turn: its ground truth, else (last turn) the session's reference."""
+    """The reference answer of a turn: its ground truth, else (``last``: the last turn the assistant answered) the
+    session's reference."""
     if turn.truth.ground_truth:
         return turn.truth.ground_truth
     if last and session.reference:
