@@ -10,7 +10,7 @@ import streamlit as st
 
 from evalcore.agreement import judge_agreement, kappa_band
 from evalcore.views import chart_data
-from evalcore.views.ab import Side, ab_metrics, ab_pairs, ab_rows, pair_rows
+from evalcore.views.ab import Side, ab_metrics, ab_pairs, ab_rows, ab_start, pair_rows, same_side
 from evalcore.views.dashboard import (
     agreement_note,
     by_assistant,
@@ -166,16 +166,24 @@ if against is not None:
 
 # -- A/B by task ----------------------------------------------------------------------------------------
 st.markdown("#### A/B by task")
-assistants = sorted(a for a in store.sessions.facets(dataset).assistants)
+faceted = store.sessions.facets(dataset)
+assistants = sorted(faceted.assistants)
 every = "every assistant"
 who_choices = [every, *assistants]
+first_sides = ab_start(runs, len(assistants))
 ab = st.columns([3, 2, 3, 2], vertical_alignment="bottom")
-a_run = ab[0].selectbox("A: run", runs, format_func=lambda r: visible(r.label), key="ab_a_run", bind="query-params")
-a_who = ab[1].selectbox("A: assistant", who_choices, index=1 if assistants else 0, format_func=visible,
-                        key="ab_a_who", bind="query-params")  # fmt: skip
-b_run = ab[2].selectbox("B: run", runs, format_func=lambda r: visible(r.label), key="ab_b_run", bind="query-params")
-b_who = ab[3].selectbox("B: assistant", who_choices, index=2 if len(assistants) > 1 else 0, format_func=visible,
-                        key="ab_b_who", bind="query-params")  # fmt: skip
+a_run = ab[0].selectbox(
+    "A: run", runs, index=first_sides.a_run, format_func=lambda r: visible(r.label), key="ab_a_run", bind="query-params"
+)
+a_who = ab[1].selectbox(
+    "A: assistant", who_choices, index=first_sides.a_who, format_func=visible, key="ab_a_who", bind="query-params"
+)
+b_run = ab[2].selectbox(
+    "B: run", runs, index=first_sides.b_run, format_func=lambda r: visible(r.label), key="ab_b_run", bind="query-params"
+)
+b_who = ab[3].selectbox(
+    "B: assistant", who_choices, index=first_sides.b_who, format_func=visible, key="ab_b_who", bind="query-params"
+)
 side_a = Side(a_run.id, None if a_who == every else a_who)
 side_b = Side(b_run.id, None if b_who == every else b_who)
 
@@ -190,8 +198,12 @@ def _ab_pairs(path: str, a: tuple[Any, ...], b: tuple[Any, ...], who: tuple[str 
     return ab_pairs(_shared.store(), Side(a[0], who[0]), Side(b[0], who[1]), m)[0]
 
 
-if side_a == side_b:
-    st.info("Choose two different sides: another assistant, or another run.", icon=":material/compare_arrows:")
+if same_side(side_a, side_b, faceted.assistants, faceted.total):
+    st.info(
+        "A and B are the same sessions' scores: choose another assistant or another run for one side (A/B sets two "
+        "assistants, or two runs that scored a metric in common, against each other).",
+        icon=":material/compare_arrows:",
+    )
 else:
     compared = _ab(store.url, state(a_run), state(b_run), (side_a.assistant, side_b.assistant))
     if not compared:

@@ -17,7 +17,8 @@ from evalcore.importing import import_file
 from evalcore.scoring import score_dataset
 from evalcore.store import Store, open_store
 from evalcore.store.queries import SessionFilter
-from evalcore.views.ab import Side, ab_metrics, ab_pairs, ab_rows, pair_rows, task_of
+from evalcore.views.ab import ABStart, Side, ab_metrics, ab_pairs, ab_rows, ab_start, pair_rows, same_side, task_of
+from evalcore.views.dashboard import scored_runs
 
 #: What B's copy changes: three tasks A failed that B solves, two A solved that B fails, one task B never ran.
 IMPROVED, REGRESSED, DROPPED = (0, 1, 2), (6, 11), 39
@@ -114,3 +115,27 @@ def test_without_a_task_id_the_first_user_message_is_the_task(store: Store, tmp_
     pairs, _, _ = ab_pairs(store, Side(run, "A"), Side(run, "B"), "exact_match")
     assert [(p.task, p.a, p.b) for p in pairs] == [("Capital of France?", 1.0, 0.0)]
     assert task_of(store.sessions.get(pairs[0].a_pk).session) == "Capital of France?"
+
+
+def test_where_the_sides_start_and_when_they_are_one(store: Store, tau_bench_file: Path) -> None:
+    """A labeler's finding: one assistant, and A/B compared the imported run with itself (every task unchanged), a
+    row opening a session against itself."""
+    import_file(store, tau_bench_file, "one", workers=1, assistant="gpt-4o")  # (its rewards: the imported run)
+    f1 = score_dataset(store, "one", ["tool_call_f1"]).run
+    f1_again = score_dataset(store, "one", ["tool_call_f1", "tool_call_accuracy"], resume=False).run
+    runs = scored_runs(store, "one")  # (the imported run first, then the newest)
+    assert [r.id for r in runs[1:]] == [f1_again.id, f1.id]
+    # One assistant: the two newest runs with a metric in common, the older as A (the imported run shares none).
+    start = ab_start(runs, 1)
+    assert (runs[start.a_run].id, runs[start.b_run].id, start.a_who, start.b_who) == (f1.id, f1_again.id, 0, 0)
+    assert ab_start(runs[:2], 1) == ABStart(0, 0, 0, 0)  # nothing in common: one side twice (said, not compared)
+    assert ab_start(runs, 2) == ABStart(0, 1, 0, 2)  # two assistants on the first run
+    facets = store.sessions.facets("one")
+    assert facets.assistants == {"gpt-4o": 40}
+    run = runs[0].id
+    # Every assistant is the one there is: the same sessions, whichever side names it.
+    assert same_side(Side(run), Side(run, "gpt-4o"), facets.assistants, facets.total)
+    assert not same_side(Side(run), Side(f1.id), facets.assistants, facets.total)
+    assert not same_side(Side(run, "a"), Side(run, "b"), {"a": 20, "b": 20}, 40)
+    assert not same_side(Side(run), Side(run, "a"), {"a": 20}, 40)  # (20 sessions have no assistant)
+    assert same_side(Side(run, "a"), Side(run, "a"), {"a": 20, "b": 20}, 40)

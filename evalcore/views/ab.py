@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evalcore.errors import UsageError
 from evalcore.metrics.aggregate import Summary, summarize_counts
 from evalcore.schema import Session
+from evalcore.store.runs import Run
 from evalcore.store.store import Store
 from evalcore.views.dashboard import metric_scale
 from evalcore.views.review.tables import session_label
@@ -51,6 +53,43 @@ class Side:
     def label(self) -> str:
         """``run #3 · gpt-4o`` (plain text)."""
         return f"run #{self.run_id}" + (f" · {visible(self.assistant)}" if self.assistant is not None else "")
+
+
+@dataclass(frozen=True)
+class ABStart:
+    """Where the A/B section's choices start: indexes into the runs and into the assistants' choices (0 is every
+    assistant, 1 the first assistant...)."""
+
+    a_run: int
+    a_who: int
+    b_run: int
+    b_who: int
+
+
+def ab_start(runs: Sequence[Run], assistants: int) -> ABStart:
+    """Two assistants on the first run; with one assistant, the two newest runs that scored a metric in common (the
+    older as A: improved means higher in the newer); else one side twice (``same_side`` says there is nothing to
+    compare)."""
+    if assistants > 1:
+        return ABStart(0, 1, 0, 2)
+    newest_first = sorted(range(len(runs)), key=lambda i: -runs[i].id)
+    for n, newer in enumerate(newest_first):
+        for older in newest_first[n + 1 :]:
+            if set(runs[newer].metrics) & set(runs[older].metrics):
+                return ABStart(older, 0, newer, 0)
+    return ABStart(0, 0, 0, 0)
+
+
+def same_side(a: Side, b: Side, assistants: dict[str, int], total: int) -> bool:
+    """Whether sides ``a`` and ``b`` are the same run's scores of the same sessions: every assistant is the one
+    there is when one assistant answered every session (``assistants``: each one's sessions; ``total``: the
+    dataset's)."""
+    alone = next(iter(assistants)) if len(assistants) == 1 and sum(assistants.values()) == total else None
+
+    def whose(side: Side) -> str | None:
+        return alone if side.assistant is None else side.assistant
+
+    return a.run_id == b.run_id and whose(a) == whose(b)
 
 
 @dataclass(frozen=True)

@@ -70,9 +70,10 @@ def test_dashboard_charts_and_a_bar_down_to_its_sessions(
 ) -> None:
     page = new_page("/dashboard?dataset=dash")
     expect(heading(page)).to_have_text("Dashboard")
-    # distribution, by assistant, where tools fail, tool_call_f1 over the two runs, judge vs reviewers, heatmap (no
-    # comparison; no A/B: the samples have no assistants to set against each other)
-    expect(_charts(page)).to_have_count(6)
+    # distribution, by assistant, A/B (the samples have no assistants: the two runs with a metric in common, the
+    # older as A), where tools fail, tool_call_f1 over the two runs, judge vs reviewers, heatmap (no comparison)
+    expect(_charts(page)).to_have_count(7)
+    expect(page.get_by_text(f"A is run #{scored['first']}, B is run #{scored['second']}")).to_be_visible()
     expect(page.get_by_text("The run's 60 sessions by tool_call_f1, the lowest first")).to_be_visible()
     agreement = page.get_by_text("aspect_critique against the reviewers' label")
     expect(agreement).to_be_visible()
@@ -130,7 +131,7 @@ def test_two_runs_compared_and_a_cell_opened_in_review(
     page.get_by_role("option", name=re.compile(rf"^#{scored['first']} ")).click()
     settle(page)
     expect(page.get_by_text(re.compile(r"60 sessions scored by both: 1 worse"))).to_be_visible()
-    expect(_charts(page)).to_have_count(8)  # + the paired values and the differences
+    expect(_charts(page)).to_have_count(9)  # + the paired values and the differences
     shot(page, "dashboard-compare")
 
     # The heatmap (the last chart) puts the lowest sessions first: click the first row's first cell.
