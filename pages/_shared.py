@@ -343,6 +343,10 @@ def job_status(status: str, fraction: float, message: str, failures: str = "") -
 MISSING = "—"
 
 
+#: The height of a table row that wraps its text (Streamlit wraps a cell's text in rows over 4rem): four lines.
+WRAPPED_ROW = 80
+
+
 def table(data: Any, *, column_config: dict[str, Any] | None = None, **options: Any) -> Any:
     """``st.dataframe`` as every page shows a table: no index, a missing value as ``MISSING``.
 

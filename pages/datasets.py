@@ -18,19 +18,18 @@ if problem := _shared.sample_problem():
 
 rows = dataset_rows(store, sample_datasets(_shared.sample_folder()))  # the user's own datasets first
 if rows:
-    small = {name: st.column_config.NumberColumn(width="small") for name in ("todo", "approved", "rejected")}
+    # Widths in pixels: every header and format name whole at 1400 px (the file's name, last, takes what is left).
+    counts = {"todo": 56, "approved": 78, "rejected": 70, "flagged": 64, "with_truth": 98}
     _shared.table(
         rows,
         height=min(38 + 35 * len(rows), 38 + 35 * 15),  # every dataset at once, up to 15
         column_config={
-            "dataset": st.column_config.TextColumn(width="medium", pinned=True),
-            "sessions": st.column_config.NumberColumn(format="localized", width="small"),
-            "formats": st.column_config.TextColumn(width="small"),
-            **small,
-            "flagged": st.column_config.NumberColumn(width="small"),
-            "reviewed": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1),
-            "with_truth": st.column_config.NumberColumn(width="small"),
-            "last_import": st.column_config.TextColumn(width="small"),
+            "dataset": st.column_config.TextColumn(width=170, pinned=True),
+            "sessions": st.column_config.NumberColumn(format="localized", width=78),
+            "formats": st.column_config.TextColumn(width=118),
+            **{name: st.column_config.NumberColumn(width=px) for name, px in counts.items()},
+            "reviewed": st.column_config.ProgressColumn(format="percent", min_value=0, max_value=1, width=110),
+            "last_import": st.column_config.TextColumn(width=128),
         },
     )
 else:
@@ -47,7 +46,14 @@ def show_outcome(outcome: ImportOutcome) -> None:
     show(literal_message(outcome.headline))  # it names a file: shown as text
     if outcome.problems:
         with st.expander(f"{plural(len(outcome.problems), 'problem')}, by line", expanded=True):
-            _shared.table(outcome.problems)
+            _shared.table(  # (a problem is read whole: four lines of it, wrapped)
+                outcome.problems, row_height=_shared.WRAPPED_ROW,
+                height=min(38 + _shared.WRAPPED_ROW * len(outcome.problems), 38 + _shared.WRAPPED_ROW * 6),
+                column_config={  # (a width of its own: a column sized to its text would not wrap it)
+                    "line": st.column_config.NumberColumn(width=58), "level": st.column_config.TextColumn(width=62),
+                    "problem": st.column_config.TextColumn(width=425),
+                },
+            )  # fmt: skip
 
 
 @st.fragment(run_every=0.5)
@@ -141,7 +147,11 @@ with right:
         st.session_state["samples_loaded"] = sum(load.report.new for load in loads)
         st.rerun()
     if "samples_loaded" in st.session_state:
-        st.success(f"Sample data loaded: {st.session_state.pop('samples_loaded')} new sessions.")
+        new = int(st.session_state.pop("samples_loaded"))
+        if new:
+            st.success(f"Sample data loaded: {plural(new, 'new session')}.")
+        else:  # (the app loads them on its first start)
+            st.info("The sample data was loaded already: its datasets are in the table above.", icon=":material/info:")
 
     current = _shared.dataset()
     if current and _shared.can("manage_datasets"):

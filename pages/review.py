@@ -56,8 +56,7 @@ _shared.frame_first()
 TURNS_PER_PAGE = 4
 #: How long "saved" is said under the button that saved (any rerun in that time says it again).
 SAVED_FOR = 8.0
-#: The height of a table row that wraps its text (Streamlit wraps a cell's text in rows over 4rem): four lines.
-WRAPPED_ROW = 80
+WRAPPED_ROW = _shared.WRAPPED_ROW
 # The panel's tables are ~415 px wide at a 1400 px window: their columns are sized to fit it (a long value wraps).
 SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
 
