@@ -8,7 +8,8 @@ from pathlib import Path
 from formats_util import drop_none
 
 from evalcore import convert_file, read_path
-from evalcore.schema import Session
+from evalcore.schema import Message, Session
+from evalcore.views.review.transcript import attachments
 
 
 def _sessions(path: Path, fmt: str | None = None) -> list[Session]:
@@ -71,6 +72,23 @@ def test_langchain_both_styles_keep_every_tool_call(ragas_reference: Path) -> No
         if row["style"] == "anthropic":
             anthropic_calls += len(session.tool_calls())
     assert anthropic_calls > 0  # ragas' own converter keeps none of these
+
+
+def test_langchain_tool_use_blocks_show_as_their_calls_alone(ragas_reference: Path) -> None:
+    """A labeler's finding: Anthropic-style messages (``tool_use`` blocks beside ``tool_calls``) showed "tool_use block
+    (not loaded)" once per call above the calls themselves. The blocks stay in the session (a LangChain export writes
+    them back); Review names none of them apart from its call."""
+    sessions = _sessions(ragas_reference / "langchain_msgs.jsonl")
+    with_blocks = [
+        m for s in sessions for m in s.messages
+        if isinstance(m.content, list) and any(b.get("type") == "tool_use" for b in m.content)
+    ]  # fmt: skip
+    assert with_blocks and all(m.calls for m in with_blocks)
+    for message in with_blocks:
+        images, others = attachments(message)
+        assert images == () and others == (), others
+    stray = Message(role="assistant", content=[{"type": "tool_use", "id": "nobody", "name": "x", "input": {}}])
+    assert attachments(stray)[1] == ({"type": "tool_use", "id": "nobody", "name": "x", "input": {}},)  # no call: named
 
 
 def test_langchain_keeps_system_messages_and_ids(ragas_reference: Path) -> None:

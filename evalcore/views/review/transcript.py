@@ -255,13 +255,19 @@ def turn_count(session: Session) -> int:
     return session.n_turns()
 
 
+#: Content blocks that are a tool call (Anthropic's, OpenAI Responses'), said by the message's calls too.
+CALL_BLOCKS = frozenset({"tool_use", "function_call", "server_tool_use"})
+
+
 def attachments(message: Message) -> tuple[tuple[ImageView, ...], tuple[dict[str, Any], ...]]:
     """The blocks of ``message`` that hold no text: its images, and the others (files, audio, ...) as given."""
     content = message.content
     if not isinstance(content, list):
         return (), ()
-    # A block whose text ``Message.text`` shows is not extra (nor is an empty text block).
-    extra = [b for b in content if not block_text([b]) and not _is_text_block(b)]
+    # A block whose text ``Message.text`` shows is not extra (nor is an empty text block), nor one that is a tool call
+    # of the message (LangChain keeps Anthropic's ``tool_use`` blocks beside its ``tool_calls``): shown as the call.
+    called = {c.id for c in message.calls if c.id}
+    extra = [b for b in content if not block_text([b]) and not _is_text_block(b) and not _is_call(b, called)]
     images, others = [], []
     for block in extra:
         url = image_url_of(block)
@@ -271,6 +277,10 @@ def attachments(message: Message) -> tuple[tuple[ImageView, ...], tuple[dict[str
             media = media_of(url, IMAGE_BYTES)
             images.append(ImageView(url, *media) if media else ImageView(url))
     return tuple(images), tuple(others)
+
+
+def _is_call(block: dict[str, Any], called: set[str]) -> bool:
+    return block.get("type") in CALL_BLOCKS and block.get("id") in called
 
 
 def _is_text_block(block: dict[str, Any]) -> bool:
