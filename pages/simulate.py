@@ -173,10 +173,11 @@ with st.form("sim_run", border=True):
     run = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:", disabled=not ready)
 if run and view is not None and samples is not None:
     task, problems = configured(view, values)
-    if not model.strip() or not dataset.strip():
-        st.error("Name the model and the dataset.", icon=":material/error:")
-    elif task is None:
-        st.error("\n".join(f"- {literal_message(p)}" for p in problems), icon=":material/error:")
+    unnamed = [f"name the {what}" for what, value in (("model under evaluation", model), ("dataset", dataset))
+               if not value.strip()]  # fmt: skip
+    if unnamed or task is None:  # (everything missing said at once)
+        said = [*unnamed, *(problems if task is None else [])]
+        st.error("\n".join(f"- {literal_message(p)}" for p in said), icon=":material/error:")
     else:
         try:
             config = endpoint.config(model.strip(), int(concurrency), base_url)

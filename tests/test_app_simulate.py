@@ -50,7 +50,7 @@ def test_the_clarification_task_runs_into_a_dataset_and_opens_in_review(
         assert at.selectbox(key="sim_task_file").value.name == "clarification.yaml"
         assert at.selectbox(key="sim_samples_file").value.name == "clarification.jsonl"
         steps = [m.value for m in at.markdown if "answers as user" in m.value]
-        assert steps and "config\\.judge\\_model" in steps[0]  # (as written: the config is filled at the run)
+        assert steps and "the model in “Judge model” answers as user" in steps[0].replace("\\", "")  # (its field)
         assert "6 samples; the first ones:" in texts(at, "caption")
         assert "sk-simulate-secret" not in str(at)  # the key is never shown
         at.text_input(key="sim_model").input("eval-model")
@@ -96,6 +96,19 @@ def test_a_run_without_a_config_value_says_which_and_starts_nothing(store: Store
     (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
     assert "config key 'judge_model' is not set" in error
     assert "sim_job" not in at.session_state and "clarification" not in store.datasets.names()
+
+
+def test_a_run_missing_several_values_says_each_at_once(store: Store) -> None:
+    """A labeler's finding: "Name the model and the dataset." with the dataset filled in, and the judge model (also
+    missing) not said."""
+    at = _simulate()
+    assert at.text_input(key="sim_dataset").value == "clarification"
+    at.button(key="FormSubmitter:sim_run-Run").click()
+    run(at)
+    (error,) = (e.replace("\\", "").replace("&#58;", ":") for e in texts(at, "error"))
+    assert error.startswith("- name the model under evaluation\n- ") and "dataset" not in error
+    assert "config key 'judge_model' is not set" in error
+    assert "sim_job" not in at.session_state
 
 
 def test_a_run_that_left_no_session_offers_nothing_to_open() -> None:

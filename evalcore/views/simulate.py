@@ -17,6 +17,7 @@ from evalcore.model.redact import public_url
 from evalcore.solver import ChatMessage, Generate, GenerateMessage, LoadTrace, Loop, Task, TaskError, parse_task
 from evalcore.solver.dataset import sample_session_id
 from evalcore.solver.samples import place_samples
+from evalcore.solver.task import PLACEHOLDER
 from evalcore.store.jobs import Job
 from evalcore.store.store import Store
 from evalcore.views.outcome import Failure, ending, failures, failures_text
@@ -112,6 +113,12 @@ def outline(task: Task) -> list[tuple[int, str]]:
     return _outline(task.builders, 0)
 
 
+def _model_named(model: str) -> str:
+    """A model as the outline says it: one a field of the form gives (``<< config.judge_model >>``) by that field."""
+    given = PLACEHOLDER.fullmatch(model.strip())
+    return f"the model in “{config_label(given.group(1))}”" if given else model
+
+
 def _outline(builders: list[Any], depth: int) -> list[tuple[int, str]]:
     lines: list[tuple[int, str]] = []
     for builder in builders:
@@ -122,7 +129,7 @@ def _outline(builders: list[Any], depth: int) -> list[tuple[int, str]]:
         elif isinstance(builder, Generate):
             lines.append((depth, f"the model under evaluation answers{until}"))
         elif isinstance(builder, GenerateMessage):
-            lines.append((depth, f"{builder.model} answers as {builder.output_role}{until}"))
+            lines.append((depth, f"{_model_named(builder.model)} answers as {builder.output_role}{until}"))
         elif isinstance(builder, Loop):
             then = "error" if builder.fails_at_max() else "go on"
             lines.append((depth, f"loop, at most {builder.max_iterations} times (then {then}):"))
