@@ -114,9 +114,12 @@ config = {
     "first_question": st.column_config.TextColumn(width="medium"),
     "turns": st.column_config.NumberColumn(width="small"),
     "tool_calls": st.column_config.NumberColumn(width="small"),
-    "ground_truth": st.column_config.CheckboxColumn(width="small"),
+    "ground_truth": st.column_config.CheckboxColumn(width=98),  # (its header whole)
+    "tags": st.column_config.TextColumn(width="medium"),
     **{
-        m: st.column_config.NumberColumn(visible(m), format=table.number_formats[m], width="small")
+        m: st.column_config.NumberColumn(
+            visible(m), format=table.number_formats[m], width="small", help=literal_name(m)
+        )
         for m in [*table.metrics, "score"]
     },
 }

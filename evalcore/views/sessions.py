@@ -48,15 +48,16 @@ class SessionsTable:
 
     @property
     def columns(self) -> list[str]:
-        """The columns worth showing, in order: an assistant, tags or "last edit by" column that is empty on every
-        row is left out, and the score unless the page is sorted by one."""
+        """The columns worth showing, in order (the scores before the tags: a page 1400 px wide shows them without
+        scrolling the table sideways): an assistant, tags or "last edit by" column that is empty on every row is
+        left out, and the score unless the page is sorted by one."""
         if not self.rows:
             return []
         shown = ["status", "id"]
         shown += [name for name in ("assistant",) if any(row.assistant for row in self.rows)]
-        shown += ["first_question", "turns", "tool_calls"]
+        shown += ["first_question", "turns", "tool_calls", "ground_truth", *(["score"] if self.scored else [])]
+        shown += self.metrics
         shown += [name for name in ("tags",) if any(row.tags for row in self.rows)]
-        shown += ["ground_truth", *(["score"] if self.scored else []), *self.metrics]
         shown += [name for name in ("last_edit_by",) if any(row.last_edit_by for row in self.rows)]
         return [*shown, "updated"]
 
