@@ -96,7 +96,11 @@ with right:
                 st.rerun()
 
     st.subheader("Roles")
-    _shared.table(role_table(), column_config={"Role": st.column_config.TextColumn(width="small")})
+    roles = role_table()
+    _shared.table(  # (what a role may do read whole: its rows wrap, the column a width of its own)
+        roles, row_height=66, height=38 + 66 * len(roles),
+        column_config={"Role": st.column_config.TextColumn(width=76), "May": st.column_config.TextColumn(width=365)},
+    )  # fmt: skip
     st.caption(
         "The same from the command line: `evalcore users list | add EMAIL --role ROLE | set-role EMAIL ROLE | "
         "disable EMAIL | enable EMAIL | allow-domain DOMAIN ROLE`."
