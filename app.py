@@ -10,15 +10,16 @@ from pathlib import Path
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.views.text import code_span, visible
 from evalcore.views.users import pages_for
-from pages import _shared
 
-_shared.frame_first()
 # The icon is a file of the app's, sent inline (an SVG becomes a data: URL): a ``:material/...:`` page icon makes
 # the browser fetch it from fonts.gstatic.com on every load (offline it fails, and it tells Google the app is used).
 # The pages' ``:material/...:`` icons are drawn with the font Streamlit bundles: nothing is fetched for them.
-st.set_page_config(page_title="evalcore", page_icon=str(Path(__file__).parent / "pages" / "icon.svg"), layout="wide")
+st.set_page_config(
+    page_title="evalcore", page_icon=str(Path(__file__).parent / "app_pages" / "icon.svg"), layout="wide"
+)
 # Denser than Streamlit's default: less empty space above each page's title.
 _CSS = (
     # and narrower side margins than wide layout's 5rem: Review's transcript and panel get the width.
@@ -42,16 +43,16 @@ except Exception as exc:  # a database that cannot be opened: say so, never a tr
     st.stop()
 
 _shared.PAGES.update(
-    datasets=st.Page("pages/datasets.py", title="Datasets", icon=":material/database:", default=True),
-    sessions=st.Page("pages/sessions.py", title="Sessions", icon=":material/table_rows:", url_path="sessions"),
-    review=st.Page("pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
-    labeling=st.Page("pages/labeling.py", title="Labeling", icon=":material/checklist:", url_path="labeling"),
-    metrics=st.Page("pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
-    dashboard=st.Page("pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
-    compare=st.Page("pages/compare.py", title="Side by side", icon=":material/compare_arrows:", url_path="compare"),
-    export=st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
-    simulate=st.Page("pages/simulate.py", title="Simulate", icon=":material/forum:", url_path="simulate"),
-    users=st.Page("pages/users.py", title="Users", icon=":material/group:", url_path="users"),
+    datasets=st.Page("app_pages/datasets.py", title="Datasets", icon=":material/database:", default=True),
+    sessions=st.Page("app_pages/sessions.py", title="Sessions", icon=":material/table_rows:", url_path="sessions"),
+    review=st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
+    labeling=st.Page("app_pages/labeling.py", title="Labeling", icon=":material/checklist:", url_path="labeling"),
+    metrics=st.Page("app_pages/metrics.py", title="Metrics", icon=":material/functions:", url_path="metrics"),
+    dashboard=st.Page("app_pages/dashboard.py", title="Dashboard", icon=":material/monitoring:", url_path="dashboard"),
+    compare=st.Page("app_pages/compare.py", title="Side by side", icon=":material/compare_arrows:", url_path="compare"),
+    export=st.Page("app_pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+    simulate=st.Page("app_pages/simulate.py", title="Simulate", icon=":material/forum:", url_path="simulate"),
+    users=st.Page("app_pages/users.py", title="Users", icon=":material/group:", url_path="users"),
 )
 # A page the person's role cannot use is not in the navigation, so its URL does not open it either.
 allowed = pages_for(acting)

@@ -1,6 +1,6 @@
 """evalcore: review, annotate, score and export multi-turn LLM agent conversations.
 
-The library never imports streamlit; the app in ``app.py`` and ``pages/`` sits on top of it.
+The library never imports streamlit; the app in ``app.py`` and ``app_pages/`` sits on top of it.
 """
 
 from typing import TYPE_CHECKING

@@ -5,7 +5,7 @@ session with the sample data (as the app loads it on first start) and two small 
 written here, ``shop`` (30 sessions for the Sessions page) and ``review`` (sessions for the
 Review page). Nothing of evalcore is mocked.
 
-The fixtures (``db``, ``fresh_db``, ``store``, ``template_db``, ``navigation_v2``) are imported by
+The fixtures (``db``, ``fresh_db``, ``store``, ``template_db``) are imported by
 the test modules as ``*_fixture``: ``from apptest_util import db_fixture``.
 """
 
@@ -19,9 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit.testing.v1.app_test as app_test_module
 from dbutil import ISSUER, as_user
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from evalcore.importing import import_file
@@ -34,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DATA = ROOT / "sample_data"
 APP = str(ROOT / "app.py")
 PAGES = {
-    name: f"pages/{name}.py"
+    name: f"app_pages/{name}.py"
     for name in (
         "datasets",
         "sessions",
@@ -151,33 +149,13 @@ def copy_db(source: Path, target: Path) -> Path:
     return target
 
 
-class _ServerPagesManager(PagesManager):
-    """Streamlit's pages manager as in a server where ``st.navigation`` has run once.
-
-    Streamlit treats an app with a ``pages/`` folder next to its main script as an old-style
-    multipage app until a run calls ``st.navigation``. AppTest forgets that before every run, so
-    every run after the first executes the page's file alone, without app.py (no sidebar, no
-    frame). A server remembers it for as long as it runs; this does the same. (The very first
-    request of a fresh server is still affected, in a browser: a deep link then runs the page alone.)
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-@pytest.fixture(name="navigation_v2")
-def navigation_v2_fixture(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(app_test_module, "PagesManager", _ServerPagesManager)
-
-
 @pytest.fixture(scope="session", name="template_db")
 def template_db_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_template(tmp_path_factory.mktemp("template"))
 
 
 @pytest.fixture(name="db")
-def db_fixture(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation_v2: None) -> Path:
+def db_fixture(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """This test's own copy of the template database, as the app's database."""
     path = copy_db(template_db, tmp_path / "x.db")
     monkeypatch.setenv("EVALCORE_DB", str(path))
@@ -186,7 +164,7 @@ def db_fixture(template_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.fixture(name="fresh_db")
-def fresh_db_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation_v2: None) -> Path:
+def fresh_db_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A database file that does not exist yet, and a sample folder with no file in it (set
     ``EVALCORE_SAMPLE_DATA`` again for the samples)."""
     (tmp_path / "no-samples").mkdir()

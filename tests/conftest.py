@@ -28,7 +28,7 @@ def tau_bench_file() -> Path:
     return TAU_BENCH
 
 
-# The app's pages import ``pages._shared`` the way Streamlit runs them: from the repository root.
+# The app's pages import ``app_pages._shared`` the way Streamlit runs them: from the repository root.
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -15,7 +15,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
     fresh_db_fixture,
-    navigation_v2_fixture,
     open_page,
     run,
     store_fixture,
@@ -23,10 +22,10 @@ from apptest_util import (  # noqa: F401 (fixtures)
     texts,
 )
 
+from app_pages import _shared
 from evalcore.samples import sample_dataset_name, sample_files
 from evalcore.store import Store, open_store
 from evalcore.views.text import literal_message
-from pages import _shared
 
 
 def _restart_server() -> None:
@@ -121,9 +120,7 @@ def test_the_name_is_asked_once_and_kept(db: Path, store: Store) -> None:
 
 
 @pytest.mark.parametrize("kind", ["directory", "garbage"])
-def test_a_database_that_cannot_be_opened(
-    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation_v2: None
-) -> None:
+def test_a_database_that_cannot_be_opened(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "bad.db"
     if kind == "directory":
         path.mkdir()

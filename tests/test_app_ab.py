@@ -10,7 +10,6 @@ from pathlib import Path
 from apptest_util import (  # noqa: F401 (fixtures)
     app,
     fresh_db_fixture,
-    navigation_v2_fixture,
     open_page,
     plain_texts,
     run,

@@ -15,7 +15,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
     fresh_db_fixture,
-    navigation_v2_fixture,
     open_page,
     run,
     store_fixture,

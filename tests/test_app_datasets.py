@@ -12,7 +12,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
     fresh_db_fixture,
-    navigation_v2_fixture,
     person,
     plain_texts,
     run,

@@ -23,7 +23,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
     fresh_db_fixture,
-    navigation_v2_fixture,
     plain_texts,
     run,
     store_fixture,
@@ -38,7 +37,7 @@ from evalcore.store import Store, open_store
 from evalcore.store.queries import SessionFilter
 from evalcore.views.export import ExportDownload
 
-PAGE = "pages/export.py"
+PAGE = "app_pages/export.py"
 
 
 def _export(dataset: str = "shop") -> AppTest:
@@ -291,7 +290,7 @@ def test_the_filters_and_format_survive_a_visit_to_another_page(db: Path) -> Non
     at.selectbox(key="x_format").set_value("ragas")
     run(at)
     assert _count(at) == 5
-    at.switch_page("pages/sessions.py")
+    at.switch_page("app_pages/sessions.py")
     run(at)
     at.switch_page(PAGE)
     run(at)

@@ -23,7 +23,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
     hostile,
     markdown_strings,
-    navigation_v2_fixture,
     open_page,
     person,
     plain,

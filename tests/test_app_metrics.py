@@ -16,7 +16,6 @@ from apptest_util import (
     all_text,
     app,
     db_fixture,  # noqa: F401
-    navigation_v2_fixture,  # noqa: F401
     plain,
     plain_texts,
     run,
@@ -37,7 +36,7 @@ SECRET = "sk-test-never-shown-4242"
 
 def open_metrics(dataset: str = "shop") -> AppTest:
     at = run(app(dataset=dataset))
-    at.switch_page("pages/metrics.py")
+    at.switch_page("app_pages/metrics.py")
     run(at)
     at._page_hash = ""  # stay where the app is on later runs (see apptest_util.open_page)
     return at

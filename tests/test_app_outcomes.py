@@ -13,7 +13,6 @@ import pytest
 from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
-    navigation_v2_fixture,
     open_page,
     run,
     store_fixture,

@@ -10,7 +10,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     by_prefix,
     db_fixture,
-    navigation_v2_fixture,
     open_page,
     person,
     plain_texts,

@@ -12,7 +12,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     SAMPLE_DATA,
     by_prefix,
     copy_db,
-    navigation_v2_fixture,
     open_page,
     person,
     run,
@@ -45,7 +44,7 @@ def huge_template_fixture(template_db: Path, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture(name="huge")
 def huge_fixture(
-    huge_template: tuple[Path, int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, navigation_v2: None
+    huge_template: tuple[Path, int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, int]:
     """This test's own copy of that database, as the app's: the session's pk and number of turns."""
     path, pk, n_turns = huge_template

@@ -17,7 +17,6 @@ import pytest
 from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
-    navigation_v2_fixture,
     open_page,
     person,
     run,

@@ -11,7 +11,6 @@ from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
     fresh_db_fixture,
-    navigation_v2_fixture,
     open_page,
     person,
     plain_texts,
@@ -53,7 +52,7 @@ def test_someone_not_signed_in_sees_only_the_sign_in_buttons(db: Path) -> None:
     at = run(_signed_out())
     assert [b.label for b in at.button] == ["Sign in with Google", "Sign in with Keycloak"]
     _no_data(at)
-    at.switch_page("pages/review.py")  # a deep link to a page: the same
+    at.switch_page("app_pages/review.py")  # a deep link to a page: the same
     run(at)
     assert [b.label for b in at.button] == ["Sign in with Google", "Sign in with Keycloak"]
     _no_data(at)

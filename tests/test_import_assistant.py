@@ -14,7 +14,6 @@ import pytest
 from apptest_util import (  # noqa: F401 (fixtures)
     app,
     db_fixture,
-    navigation_v2_fixture,
     person,
     run,
     shop_sessions,

@@ -69,7 +69,7 @@ def test_evalcore_app_runs_from_an_installed_wheel(tmp_path: Path) -> None:
             wait_idle(page)
             assert page.locator("h1").first.inner_text() == "Datasets"
             # The page icon travels in the package and is sent inline: nothing is fetched from another host.
-            assert (site / "evalcore_app" / "pages" / "icon.svg").is_file()
+            assert (site / "evalcore_app" / "app_pages" / "icon.svg").is_file()
             icon = page.locator("link[rel='shortcut icon']").get_attribute("href") or ""
             assert icon.startswith("data:image/svg+xml"), icon[:80]
             elsewhere = [u for u in fetched if not u.startswith(("data:", f"http://127.0.0.1:{port}/"))]

@@ -82,7 +82,7 @@ def test_the_views_are_imported_by_the_pages_only() -> None:
 
 def test_only_the_config_module_reads_the_environment() -> None:
     readers = []
-    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "app_pages")]:
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and path.name != "config.py":
@@ -93,7 +93,7 @@ def test_only_the_config_module_reads_the_environment() -> None:
 def test_only_the_store_speaks_sql() -> None:
     """No statement is executed outside ``evalcore/store`` (the app and the library call the repositories)."""
     speakers = []
-    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "app_pages")]:
         if (PACKAGE / "store") in path.parents:
             continue
         tree = ast.parse(path.read_text(), str(path))
@@ -110,7 +110,7 @@ def test_ray_is_imported_by_the_ray_engine_only_and_that_only_when_asked() -> No
     """Ray is the optional extra ``evalcore[ray]``: only ``evalcore.ray_engine`` imports it, and only the command
     line imports that module, inside the function that runs ``--engine ray``."""
     importers, top_level = [], []
-    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "pages")]:
+    for path in [*_modules(PACKAGE), ROOT / "app.py", *_modules(ROOT / "app_pages")]:
         tree = ast.parse(path.read_text(), str(path))
         for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []

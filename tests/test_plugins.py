@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from apptest_util import (  # noqa: F401 (fixtures)
     db_fixture,
-    navigation_v2_fixture,
     template_db_fixture,
 )
 from formats_util import write_jsonl
@@ -305,7 +304,7 @@ from apptest_util import _ServerPagesManager, app, plain, run
 
 app_test_module.PagesManager = _ServerPagesManager
 at = run(app(dataset="shop"))
-at.switch_page("pages/metrics.py")
+at.switch_page("app_pages/metrics.py")
 run(at)
 print(json.dumps({
     "deterministic": list(at.multiselect(key="pick_deterministic").options),

@@ -384,6 +384,6 @@ def test_a_first_start_on_a_full_disk_opens_the_app_and_says_why_the_samples_are
     at = apptest_util.run(apptest_util.app())
     warnings = [str(w.value) for w in at.warning]
     assert any(w.startswith("The sample data could not be loaded:") and "is full" in w for w in warnings), warnings
-    at.switch_page("pages/sessions.py")
+    at.switch_page("app_pages/sessions.py")
     apptest_util.run(at)  # the next page opens (no new attempt, no error)
     assert not [e for e in at.error if "could not be loaded" in str(e.value)]

@@ -9,5 +9,5 @@
 - :mod:`~evalcore.views.simulate`: the Simulate page (tasks, samples, a solver job);
 - :mod:`~evalcore.views.text`: text as Markdown shown literally, and other wording every page uses.
 
-The pages (``app.py``, ``pages/``) read widgets, call these and evalcore's library, and render.
+The pages (``app.py``, ``app_pages/``) read widgets, call these and evalcore's library, and render.
 """

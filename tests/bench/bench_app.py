@@ -94,7 +94,7 @@ def apptest(page: str, db: Path, **params: str) -> object:
     at.session_state["reviewer"] = "bench"
     at.query_params.update(params)
     at.run()  # the frame's first run (it opens the store); then the page
-    at.switch_page(str(ROOT / "pages" / page))
+    at.switch_page(str(ROOT / "app_pages" / page))
     return at
 
 

@@ -141,7 +141,7 @@ def main() -> None:
         old = run_script(PYTHON, prelude + OLD_PATH, db)
         review = run_script(
             PYTHON,
-            prelude + REVIEW.format(app=str(ROOT / "app.py"), review=str(ROOT / "pages" / "review.py")),
+            prelude + REVIEW.format(app=str(ROOT / "app.py"), review=str(ROOT / "app_pages" / "review.py")),
             db,
         )
     print()

@@ -8,6 +8,7 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages import _charts, _shared
 from evalcore.agreement import judge_agreement, kappa_band
 from evalcore.views import chart_data
 from evalcore.views.ab import Side, ab_metrics, ab_pairs, ab_rows, ab_start, pair_rows, same_side
@@ -29,9 +30,6 @@ from evalcore.views.review.tables import session_label
 from evalcore.views.text import escape_inline, literal_name, visible
 from evalcore.views.tools import COLUMNS, dataset_tool_failures, tool_rows
 from evalcore.views.usage import trend, usage_by_assistant
-from pages import _charts, _shared
-
-_shared.frame_first()
 
 HEATMAP_ROWS = 20
 

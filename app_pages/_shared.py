@@ -45,21 +45,6 @@ SHORTCUTS = {
 }
 
 
-def frame_first() -> None:
-    """Make sure the frame (app.py) runs before any page, even on a server's very first request.
-
-    Streamlit takes a ``pages/`` folder beside the entry script for its old multipage scheme and,
-    until some script calls ``st.navigation``, runs a requested page file on its own — without the
-    frame, the sidebar or the store. Here ``pages/`` is the app's package, so the old scheme is
-    switched off (Streamlit's own flag, which ``st.navigation`` sets too) and the run restarted.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
 def db_path() -> str:
     """The database: ``$EVALCORE_DB`` (``evalcore app --db`` sets it), else ``./evalcore.db``."""
     return default_db_path()

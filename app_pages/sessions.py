@@ -5,15 +5,13 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.errors import EvalcoreError
 from evalcore.schema import STATUSES
 from evalcore.store.queries import SORTS
 from evalcore.views.review.tables import session_label
 from evalcore.views.sessions import no_match, page_filter, sessions_table
 from evalcore.views.text import escape_inline, literal_message, literal_name, plural, visible
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 dataset = _shared.dataset()

@@ -3,16 +3,14 @@ two assistants (``?a=REF&b=REF``, each a session of the current dataset)."""
 
 import streamlit as st
 
+from app_pages import _shared
+from app_pages._transcript import raw_text_toggle, render_items, render_turn
 from evalcore.errors import NotFoundError
 from evalcore.views.ab import side_caption
 from evalcore.views.review.tables import session_label
 from evalcore.views.review.transcript import transcript
 from evalcore.views.side_by_side import divergence
 from evalcore.views.text import escape_inline, literal_message, literal_name
-from pages import _shared
-from pages._transcript import raw_text_toggle, render_items, render_turn
-
-_shared.frame_first()
 
 store = _shared.store()
 dataset = _shared.dataset()

@@ -5,6 +5,7 @@ from typing import Any
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore import background
 from evalcore.errors import EvalcoreError
 from evalcore.resuming import OtherEndpointError
@@ -34,13 +35,11 @@ from evalcore.views.metrics import (
     resume_view,
 )
 from evalcore.views.text import literal_message, literal_name, plural
-from pages import _shared
 
 #: A row of the metric picker's table: three lines of what a metric needs and measures (Streamlit wraps a cell's
 #: text in rows over 4rem).
 PICKER_ROW = 66
 
-_shared.frame_first()
 
 store = _shared.store()
 st.title("Metrics")

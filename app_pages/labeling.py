@@ -3,6 +3,7 @@ and the queues' settings."""
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.errors import EvalcoreError
 from evalcore.store.questions import KINDS, LEVELS
 from evalcore.store.queues import MAX_OVERLAP
@@ -18,9 +19,6 @@ from evalcore.views.labeling import (
 )
 from evalcore.views.review.questions import has_verdict_questions
 from evalcore.views.text import literal_message, literal_name
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 dataset = _shared.dataset()

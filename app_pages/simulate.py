@@ -3,6 +3,7 @@ open the conversations in Review, score them on Metrics, compare two models on t
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore import background
 from evalcore.errors import EvalcoreError
 from evalcore.solver.dataset import task_name
@@ -25,9 +26,6 @@ from evalcore.views.simulate import (
     task_files,
 )
 from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 st.title("Simulate")

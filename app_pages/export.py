@@ -3,6 +3,7 @@ manifest — previewed before it is downloaded; and a run's scores as CSV or JSO
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.errors import EvalcoreError
 from evalcore.schema import STATUSES
 from evalcore.views.export import (
@@ -17,9 +18,6 @@ from evalcore.views.export import (
 )
 from evalcore.views.sessions import page_filter
 from evalcore.views.text import escape_inline, literal_message, plural, visible
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 dataset = _shared.dataset()

@@ -2,12 +2,10 @@
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.store.access import ROLES
 from evalcore.views.text import literal_message, literal_name
 from evalcore.views.users import role_table, user_choice, user_rows
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 me = store.user

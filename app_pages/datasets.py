@@ -2,14 +2,12 @@
 
 import streamlit as st
 
+from app_pages import _shared
 from evalcore.background import start_import
 from evalcore.formats import formats
 from evalcore.samples import load_samples, sample_datasets
 from evalcore.views.datasets import ImportOutcome, dataset_rows, import_outcome, latest_import, sample_card
 from evalcore.views.text import literal_message, literal_name, plural, visible
-from pages import _shared
-
-_shared.frame_first()
 
 store = _shared.store()
 st.title("Datasets")

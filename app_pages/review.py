@@ -10,6 +10,8 @@ from typing import Any, Literal
 import pandas as pd
 import streamlit as st
 
+from app_pages import _shared
+from app_pages._transcript import render_items, render_turn
 from evalcore.errors import ConflictError, EvalcoreError, NotFoundError
 from evalcore.schema import TurnTruth
 from evalcore.store.labels import LABEL, rubric_verdict
@@ -48,10 +50,6 @@ from evalcore.views.review.transcript import page_transcript, read_turn_page, tu
 from evalcore.views.review.weights import explain_weights, format_number
 from evalcore.views.review.weights import typed_weights as weights_typed
 from evalcore.views.text import code_span, literal_markdown, literal_message, literal_name, plural, visible
-from pages import _shared
-from pages._transcript import render_items, render_turn
-
-_shared.frame_first()
 
 TURNS_PER_PAGE = 4
 #: How long "saved" is said under the button that saved (any rerun in that time says it again).
