@@ -299,10 +299,8 @@ def test_a_broken_installed_plugin_is_named_and_the_rest_still_works(
 
 _PAGE = """\
 import json
-import streamlit.testing.v1.app_test as app_test_module
-from apptest_util import _ServerPagesManager, app, plain, run
+from apptest_util import app, plain, run
 
-app_test_module.PagesManager = _ServerPagesManager
 at = run(app(dataset="shop"))
 at.switch_page("app_pages/metrics.py")
 run(at)

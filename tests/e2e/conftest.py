@@ -66,9 +66,12 @@ def new_page(chrome: Any, server: Server, request: pytest.FixtureRequest) -> Ite
     log_start = len(server.log_text())
     requests: list[str] = []
 
-    def open_page(path: str = "/") -> Any:
+    def open_page(path: str = "/", *, init: str | None = None) -> Any:
+        """``init``: a script run in the page before any of its own (``add_init_script``)."""
         context = chrome.new_context(viewport=VIEWPORT)
         context.set_default_timeout(20_000)
+        if init is not None:
+            context.add_init_script(init)
         context.on("request", lambda r: requests.append(r.url))
         contexts.append(context)
         page = context.new_page()

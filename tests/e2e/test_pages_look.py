@@ -49,9 +49,26 @@ def server(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
     yield from start_server(tmp_path_factory, samples=SAMPLE_DATA, db=db)
 
 
+#: Every link the sidebar's navigation shows while the page is drawn, from its first paint.
+WATCH_NAVIGATION = """
+window.__nav = [];
+new MutationObserver(() => document.querySelectorAll('[data-testid="stSidebarNav"] a').forEach(a => {
+    const text = a.innerText.trim().split("\\n").pop().trim();  // (after its icon's name)
+    if (text && !window.__nav.includes(text)) window.__nav.push(text);
+})).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+#: The app's navigation, as a newcomer on this machine (no sign-in: its owner) sees it.
+NAVIGATION = {"Datasets", "Sessions", "Review", "Labeling", "Metrics", "Dashboard", "Side by side", "Export",
+              "Simulate", "Users"}  # fmt: skip
+
+
 def test_datasets_and_sessions_pages(server: Server, new_page: NewPage) -> None:
-    page = new_page("/")
+    # The server's first request (this module's first test): its sidebar never lists the pages' files (a folder
+    # named ``pages`` beside app.py made Streamlit's first run show them, ``_shared`` and all, for a moment).
+    page = new_page("/", init=WATCH_NAVIGATION)
     expect(heading(page)).to_have_text("Datasets")
+    shown = set(page.evaluate("window.__nav"))
+    assert shown and shown <= NAVIGATION, shown
     expect(page.get_by_role("heading", name="Import a file")).to_be_visible()
     expect(page.get_by_role("heading", name="Manage sample-anthropic")).to_be_visible()
     shot(page, server.shot_name("datasets"))
