@@ -167,6 +167,8 @@ if admin:
                     if editing is None:
                         made_q = store.questions.define(dataset, question_def(form))
                         st.session_state["labeling_done"] = f"Question {made_q.name} added."
+                        for field in ("name", "kind", "level", "req", "options", "min", "max", "labels", "help"):
+                            del st.session_state[f"q_{field}_None"]  # (an empty form for the next question)
                     else:
                         saved = store.questions.edit(editing, question_def(form))
                         st.session_state["labeling_done"] = f"Question {saved.name} saved (version {saved.version})."

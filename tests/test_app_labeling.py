@@ -57,11 +57,16 @@ def test_an_admin_defines_questions_guidelines_and_a_queue(db: Path, store: Stor
     _submit(at, "Add the question")
     quality = store.questions.find("review", "Quality")
     assert quality.spec == {"min": 0, "max": 4, "labels": {"0": "useless", "4": "perfect"}}
+    # Added: the form is empty again for the next question (it kept the last one's name and options).
+    assert (at.text_input(key="q_name_None").value, at.selectbox(key="q_kind_None").value) == ("", "choice")
+    assert at.text_area(key="q_labels_None").value == "" and at.text_input(key="q_max_None").value == ""
 
+    at.selectbox(key="q_kind_None").set_value("rating")
     at.text_input(key="q_name_None").input("Broken")
     at.text_input(key="q_min_None").input("lots")
     _submit(at, "Add the question")
     assert any("the lowest value: give a number (got 'lots')" in e for e in plain_texts(at, "error"))
+    assert at.text_input(key="q_name_None").value == "Broken"  # refused: what was typed stays
 
     at.selectbox(key="question_pick").set_value(q.id)
     run(at)
