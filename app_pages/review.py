@@ -54,7 +54,6 @@ from evalcore.views.text import code_span, literal_markdown, literal_message, li
 TURNS_PER_PAGE = 4
 #: How long "saved" is said under the button that saved (any rerun in that time says it again).
 SAVED_FOR = 8.0
-WRAPPED_ROW = _shared.WRAPPED_ROW
 # The panel's tables are ~415 px wide at a 1400 px window: their columns are sized to fit it (a long value wraps).
 SPECS = {s.name: s for s in (*SESSION_EDITORS, *TURN_EDITORS)}
 
@@ -507,7 +506,7 @@ with tabs[1]:
                         "arguments": st.column_config.TextColumn("arguments (JSON object)", width=258),
                     },
                     hide_index=True,
-                    row_height=WRAPPED_ROW,  # (the arguments wrap: three lines of them; a cell opens whole to edit)
+                    row_height=_shared.WRAPPED_ROW,  # (the arguments wrap: three lines; a cell opens whole to edit)
                 )
             }
             st.caption(SPECS["reference_tool_calls"].help)
@@ -520,7 +519,7 @@ with tabs[1]:
                     "description": st.column_config.TextColumn("description", width=258),
                 },
                 hide_index=True,
-                row_height=WRAPPED_ROW,  # (the description wraps)
+                row_height=_shared.WRAPPED_ROW,  # (the description wraps)
             )
             st.caption(SPECS["rubrics"].help)
             stored_tables = st.form_submit_button("Save calls and rubrics", type=PRIMARY, disabled=author is None)
@@ -550,7 +549,7 @@ with tabs[2]:
         (st.warning if explained.falls_back or explained.problem else st.info)(explained.sentence)
         _shared.table(
             weight_rows(view, typed_weights(), explained),
-            row_height=WRAPPED_ROW,  # (the question wraps: three lines of it)
+            row_height=_shared.WRAPPED_ROW,  # (the question wraps: three lines of it)
             column_config={
                 "turn": st.column_config.NumberColumn(width=44),
                 "typed": st.column_config.TextColumn(width=54, help="The weight typed or saved for the turn"),
@@ -690,8 +689,8 @@ with tabs[4]:
             # (run, model, tokens, cost) is to the right.
             _shared.table(
                 score_rows(scores),
-                height=min(38 + WRAPPED_ROW * len(scores), 38 + WRAPPED_ROW * 8),
-                row_height=WRAPPED_ROW,
+                height=min(38 + _shared.WRAPPED_ROW * len(scores), 38 + _shared.WRAPPED_ROW * 8),
+                row_height=_shared.WRAPPED_ROW,
                 column_config={
                     "metric": st.column_config.TextColumn(width=110),
                     # (no format: a count shows as 7, a score as 0.8333 — each row may be another metric)

@@ -317,20 +317,20 @@ class Browsing:
                 once = (found, [*matched_args, *said, limit, offset]) if found is not None else None
             page = once or (self._engine.page(columns, body, order, deep=offset >= DEEP), [*said, *args, limit, offset])
             with self._engine.read() as conn:
+                said_after: tuple[Any, ...] = ()  # (PostgreSQL: the name, then the count when it was asked)
                 if self._engine.speculates:
                     rows = conn.execute(*page).fetchall()
-                    in_rows = [r[_COLUMNS:] for r in rows[:1]]  # (the name, then the count when it was asked)
+                    said_after = tuple(rows[0][_COLUMNS:]) if rows else ()
                     rows = [r[:_COLUMNS] for r in rows]
-                    named = [in_rows[0][:1]] if rows else conn.execute(_NAMED, [dataset_id]).fetchall()
+                    named = [said_after[:1]] if rows else conn.execute(_NAMED, [dataset_id]).fetchall()
                 else:
                     rows, named = self._engine.run_all(conn, [page, (_NAMED, [dataset_id])])
-                    in_rows = []
                 if named != [(dataset,)] and not fresh:  # renamed or deleted since this process read its id
                     continue
                 if 0 < len(rows) < limit or (not rows and offset == 0 and limit > 0):
                     total = offset + len(rows)  # the last page: the count is known without counting
-                elif in_rows and len(in_rows[0]) > 1:
-                    total = in_rows[0][1]
+                elif len(said_after) > 1:
+                    total = said_after[1]
                 else:
                     total = conn.execute(*counted).fetchone()[0]
                 if not self._engine.speculates:  # (SQLite would say it of every row it sorts)
